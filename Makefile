@@ -1,0 +1,48 @@
+# The two commands a new user needs: `make demo` and `make test`. Everything else is a step of them.
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+PLAYBOOK := ansible-playbook
+LAUNCHER ?= torchrun
+
+.PHONY: demo test unit lint molecule venv host images sim train down clean
+
+demo: sim train ## bare simulated nodes -> trained model
+	@python3 scripts/show_run.py runs/latest
+
+test: venv host images unit lint molecule ## the whole suite (.ci/run calls this)
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements.txt
+	touch $@
+
+host: ## Docker engine running, debootstrap present
+	scripts/host-setup.sh
+
+images: host ## base, sim-node and training images (cached on disk)
+	scripts/images.sh
+
+sim: venv images ## create the simulated cluster and inventories/sim
+	$(PLAYBOOK) playbooks/sim_cluster.yml
+
+train: venv ## provision the inventory's nodes and run the training job
+	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER)
+
+unit: venv
+	python -m pytest -q tests/unit
+
+lint: venv
+	ansible-lint --profile production
+
+molecule: venv host images
+	molecule test -s default
+
+down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
+	$(PLAYBOOK) playbooks/sim_teardown.yml
+
+clean: down
+	rm -rf runs

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Build the project's images offline, or reuse them.
+#
+# There is no image registry here (see README "How it runs offline"), so every image is built
+# from Debian packages (debootstrap) and a host-side wheelhouse. Each image carries a label with
+# the hash of its inputs; an image whose label matches is reused, an image saved on disk under
+# $MULTINODE_CACHE/images is loaded instead of rebuilt (this survives `docker system prune -a`).
+#
+#   multinode/base:bookworm      debootstrap minbase + openssh-server, python3, sudo, iproute2
+#   multinode/sim-node:bookworm  a bare "server" for the simulated cluster (no Docker engine)
+#   multinode/training:latest    torch 2.13.0 CPU, numpy, scikit-learn, Intel MPI, user dev (1000)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${MULTINODE_CACHE:-$HOME/.cache/multinode-training}
+IMAGES="$CACHE/images"
+WHEELS="$CACHE/wheels"
+PYTHON=${PYTHON:-python3}
+mkdir -p "$IMAGES" "$WHEELS"
+
+log() { printf '[images] %s\n' "$*" >&2; }
+
+apt_mirror() {
+  local sources=/etc/apt/sources.list.d/debian.sources uri=""
+  [ -f "$sources" ] && uri=$(awk '/^URIs:/ {print $2; exit}' "$sources")
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# hash_inputs FILE... : one hash over the content of the given files (and extra words on stdin)
+hash_inputs() { { if [ $# -gt 0 ]; then cat "$@"; fi; cat; } | sha256sum | cut -c1-16; }
+
+image_label() { docker image inspect -f '{{ index .Config.Labels "multinode.inputs" }}' "$1" 2>/dev/null || true; }
+
+# ensure NAME HASH BUILD_FUNCTION : present with that input hash, from docker, disk, or a build
+ensure() {
+  local name=$1 hash=$2 build=$3 tar="$IMAGES/${1//[\/:]/_}.tar"
+  if [ "$(image_label "$name")" = "$hash" ]; then
+    log "$name: present (inputs $hash)"
+  elif [ -f "$tar" ] && [ "$(cat "$tar.inputs" 2>/dev/null)" = "$hash" ]; then
+    log "$name: loading cached $tar"
+    docker load -i "$tar" >/dev/null
+  else
+    log "$name: building (inputs $hash)"
+    "$build" "$name" "$hash"
+  fi
+  if [ ! -f "$tar" ] || [ "$(cat "$tar.inputs" 2>/dev/null)" != "$hash" ]; then
+    log "$name: saving to $tar"
+    docker save -o "$tar.tmp" "$name"
+    mv "$tar.tmp" "$tar"
+    echo "$hash" >"$tar.inputs"
+    sha256sum "$tar" | cut -d' ' -f1 >"$tar.sha256"
+  fi
+}
+
+BASE_PACKAGES=openssh-server,python3,sudo,iproute2,ca-certificates,procps,rsync
+
+build_base() {
+  local name=$1 hash=$2 rootfs
+  command -v debootstrap >/dev/null || { log "debootstrap missing (run scripts/host-setup.sh)"; exit 1; }
+  rootfs=$(mktemp -d "$CACHE/rootfs.XXXXXX")
+  if ! debootstrap --variant=minbase --include="$BASE_PACKAGES" bookworm "$rootfs" "$(apt_mirror)" \
+      >"$CACHE/debootstrap.log" 2>&1; then
+    tail -n 20 "$CACHE/debootstrap.log" >&2
+    rm -rf "$rootfs"
+    exit 1
+  fi
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
+  # The rootfs keeps the host's apt mirror: containers reach it over plain HTTP.
+  tar -C "$rootfs" -c . | docker import --change "LABEL multinode.inputs=$hash" - "$name" >/dev/null
+  rm -rf "$rootfs"
+}
+
+build_dir() {
+  local name=$1 hash=$2 dir=$3
+  docker build -q --label "multinode.inputs=$hash" -t "$name" "$dir" >/dev/null
+}
+
+build_sim_node() { build_dir "$1" "$2" "$ROOT/images/sim-node"; }
+
+fetch_wheels() {
+  log "wheelhouse: $WHEELS"
+  "$PYTHON" -m pip download -q --only-binary=:all: -d "$WHEELS" -r "$ROOT/images/training/requirements.txt" >&2
+}
+
+build_training() {
+  local name=$1 hash=$2 context
+  fetch_wheels
+  context=$(mktemp -d "$CACHE/context.XXXXXX")
+  cp "$ROOT"/images/training/* "$context/"
+  mkdir "$context/wheels"
+  cp -l "$WHEELS"/*.whl "$context/wheels/" 2>/dev/null || cp "$WHEELS"/*.whl "$context/wheels/"
+  build_dir "$name" "$hash" "$context"
+  rm -rf "$context"
+}
+
+base_hash=$(echo "$BASE_PACKAGES $(apt_mirror)" | hash_inputs)
+ensure multinode/base:bookworm "$base_hash" build_base
+
+sim_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/sim-node/*)
+ensure multinode/sim-node:bookworm "$sim_hash" build_sim_node
+
+training_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/training/*)
+ensure multinode/training:latest "$training_hash" build_training
+
+log "ready: $(cd "$IMAGES" && ls ./*.tar | tr '\n' ' ')"
