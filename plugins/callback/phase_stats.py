@@ -1,0 +1,69 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: phase_stats
+type: aggregate
+short_description: Count changed tasks and seconds per phase of a training playbook
+description:
+  - Each play may set the play variable C(multinode_phase) (for example C(provision) or C(launch)).
+  - This callback counts the changed task results and the wall-clock seconds of every phase.
+  - At the start of every play it publishes the totals so far, as JSON, in the environment variable
+    C(MULTINODE_TRAINING_PHASE_STATS). Tasks forked after that point read it with
+    C(lookup('ansible.builtin.env', 'MULTINODE_TRAINING_PHASE_STATS')); the launcher role puts them in the run
+    summary (C(provision_changed), C(phases.provision)).
+  - Plays without C(multinode_phase) are not counted.
+requirements:
+  - enable in ansible.cfg with C(callbacks_enabled = multinode.training.phase_stats)
+"""
+
+import json
+import os
+import time
+from typing import Any
+
+from ansible.plugins.callback import CallbackBase
+
+ENV_VAR = "MULTINODE_TRAINING_PHASE_STATS"
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "multinode.training.phase_stats"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._phases: dict[str, dict[str, float]] = {}
+        self._current: str | None = None
+        self._phase_started = 0.0
+
+    def _close_phase(self) -> None:
+        if self._current is not None:
+            self._phases[self._current]["seconds"] += time.monotonic() - self._phase_started
+            self._current = None
+
+    def _publish(self) -> None:
+        rounded = {
+            name: {"changed": int(stats["changed"]), "seconds": round(stats["seconds"], 2)}
+            for name, stats in self._phases.items()
+        }
+        os.environ[ENV_VAR] = json.dumps(rounded, sort_keys=True)
+
+    def v2_playbook_on_play_start(self, play: Any) -> None:
+        self._close_phase()
+        self._publish()
+        phase = play.get_vars().get("multinode_phase")
+        if isinstance(phase, str) and phase:
+            self._phases.setdefault(phase, {"changed": 0, "seconds": 0.0})
+            self._current = phase
+            self._phase_started = time.monotonic()
+
+    def v2_runner_on_ok(self, result: Any) -> None:
+        if self._current is not None and result._result.get("changed", False):
+            self._phases[self._current]["changed"] += 1
+
+    def v2_playbook_on_stats(self, stats: Any) -> None:
+        self._close_phase()
+        self._publish()
