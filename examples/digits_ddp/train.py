@@ -1,0 +1,258 @@
+"""Data-parallel training of a small MLP on scikit-learn's digits data set.
+
+The script uses PyTorch DistributedDataParallel with the gloo backend on CPU and
+needs no network access: ``sklearn.datasets.load_digits`` ships with sklearn.
+
+Rank and world size are taken from whichever launcher started the process:
+
+* ``torchrun``                 -- RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
+* OpenMPI ``mpirun``           -- OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
+                                  OMPI_COMM_WORLD_LOCAL_RANK
+* Intel MPI ``mpiexec.hydra``  -- PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
+
+With an MPI launcher, pass MASTER_ADDR (and optionally MASTER_PORT, default
+29500) to every rank, e.g. ``mpiexec.hydra -genv MASTER_ADDR node1 ...`` or
+``mpirun -x MASTER_ADDR=node1 ...``.  Without any launcher the script runs as a
+single process (rank 0 of 1) on 127.0.0.1.
+
+Progress is written to stdout as JSON lines, one object per line, each with an
+"event" and a "time" (``time.time()``) key: "joined" (every rank), "epoch" and
+"result" (rank 0), and "done" (every rank, last).  Rank 0 writes ``model.pt``
+and ``checkpoint-epochNNN.pt`` to ``--output-dir`` after every epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+DEFAULT_MASTER_PORT = "29500"
+INIT_TIMEOUT = timedelta(seconds=120)
+
+# (rank, world size, local rank) variables, in order of precedence.
+# OpenMPI comes before PMI_* because PMI_RANK is also set by other PMI launchers.
+LAUNCHER_ENV: tuple[tuple[str, str, str], ...] = (
+    # torchrun
+    ("RANK", "WORLD_SIZE", "LOCAL_RANK"),
+    # OpenMPI mpirun
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    # Intel MPI mpiexec.hydra
+    ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"),
+)
+
+
+@dataclass(frozen=True)
+class DistEnv:
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="DDP training of an MLP on the sklearn digits."
+    )
+    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="per-rank batch size"
+    )
+    parser.add_argument("--lr", type=float, default=0.005, help="Adam learning rate")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output-dir", type=Path, default=Path("outputs"))
+    parser.add_argument("--test-fraction", type=float, default=0.2)
+    return parser.parse_args(argv)
+
+
+def emit(event: str, **fields: Any) -> None:
+    """Write one JSON line to stdout and flush it immediately."""
+    record = {"event": event, **fields, "time": time.time()}
+    print(json.dumps(record), flush=True)
+
+
+def detect_dist_env(env: Mapping[str, str] = os.environ) -> DistEnv:
+    """Rank, world size and local rank from torchrun, OpenMPI or Intel MPI variables."""
+    for rank_var, size_var, local_var in LAUNCHER_ENV:
+        if rank_var in env:
+            if size_var not in env:
+                raise RuntimeError(f"{rank_var} is set but {size_var} is not")
+            return DistEnv(
+                rank=int(env[rank_var]),
+                world_size=int(env[size_var]),
+                local_rank=int(env.get(local_var, "0")),
+            )
+    return DistEnv(rank=0, world_size=1, local_rank=0)
+
+
+def init_distributed(denv: DistEnv) -> None:
+    """Join the gloo process group through env:// with an explicit rank and size."""
+    if "MASTER_ADDR" not in os.environ:
+        if denv.world_size > 1:
+            raise RuntimeError(
+                "MASTER_ADDR must be set when running more than one rank"
+            )
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ.setdefault("MASTER_PORT", DEFAULT_MASTER_PORT)
+    dist.init_process_group(
+        "gloo",
+        init_method="env://",
+        rank=denv.rank,
+        world_size=denv.world_size,
+        timeout=INIT_TIMEOUT,
+    )
+
+
+def configure_threads() -> None:
+    threads = os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(int(threads) if threads else 1)
+
+
+def load_data(seed: int, test_fraction: float) -> tuple[TensorDataset, TensorDataset]:
+    """Fixed, stratified train/test split of the digits with pixels scaled to [0, 1]."""
+    digits = load_digits()
+    x_train, x_test, y_train, y_test = train_test_split(
+        digits.data / 16.0,
+        digits.target,
+        test_size=test_fraction,
+        random_state=seed,
+        stratify=digits.target,
+    )
+
+    def to_dataset(x: Any, y: Any) -> TensorDataset:
+        return TensorDataset(
+            torch.as_tensor(x, dtype=torch.float32),
+            torch.as_tensor(y, dtype=torch.long),
+        )
+
+    return to_dataset(x_train, y_train), to_dataset(x_test, y_test)
+
+
+def build_model() -> nn.Module:
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def train_epoch(
+    model: nn.Module,
+    loader: DataLoader,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: nn.Module,
+) -> tuple[float, int]:
+    """One pass over this rank's shard; returns (sum of sample losses, sample count)."""
+    model.train()
+    loss_sum = 0.0
+    count = 0
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        loss_sum += loss.item() * len(targets)
+        count += len(targets)
+    return loss_sum, count
+
+
+def global_mean_loss(loss_sum: float, count: int) -> tuple[float, int]:
+    """All-reduce the per-rank loss sums and counts; returns (mean loss, total samples)."""
+    totals = torch.tensor([loss_sum, float(count)], dtype=torch.float64)
+    dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+    total_count = int(totals[1].item())
+    return totals[0].item() / max(total_count, 1), total_count
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data: TensorDataset) -> float:
+    model.eval()
+    inputs, targets = data.tensors
+    predictions = model(inputs).argmax(dim=1)
+    return (predictions == targets).float().mean().item()
+
+
+def save_checkpoint(
+    output_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer, epoch: int
+) -> None:
+    state = model.state_dict()
+    torch.save(state, output_dir / "model.pt")
+    torch.save(
+        {"epoch": epoch, "model": state, "optimizer": optimizer.state_dict()},
+        output_dir / f"checkpoint-epoch{epoch:03d}.pt",
+    )
+
+
+def run(args: argparse.Namespace, denv: DistEnv) -> None:
+    is_main = denv.rank == 0
+    torch.manual_seed(args.seed)
+    train_set, test_set = load_data(args.seed, args.test_fraction)
+    sampler = DistributedSampler(
+        train_set,
+        num_replicas=denv.world_size,
+        rank=denv.rank,
+        shuffle=True,
+        seed=args.seed,
+    )
+    loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    model = build_model()
+    ddp_model = DistributedDataParallel(model)
+    optimizer = torch.optim.Adam(ddp_model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    if is_main:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+
+    for epoch in range(1, args.epochs + 1):
+        sampler.set_epoch(epoch)
+        started = time.perf_counter()
+        loss_sum, count = train_epoch(ddp_model, loader, optimizer, loss_fn)
+        mean_loss, total = global_mean_loss(loss_sum, count)
+        elapsed = time.perf_counter() - started
+        if is_main:
+            emit("epoch", epoch=epoch, loss=mean_loss, samples_per_s=total / elapsed)
+            save_checkpoint(args.output_dir, model, optimizer, epoch)
+
+    if is_main:
+        accuracy = evaluate(model, test_set)
+        emit(
+            "result",
+            test_accuracy=accuracy,
+            epochs=args.epochs,
+            world_size=denv.world_size,
+        )
+    dist.barrier()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_threads()
+    denv = detect_dist_env()
+    init_distributed(denv)
+    emit(
+        "joined",
+        rank=denv.rank,
+        world_size=denv.world_size,
+        local_rank=denv.local_rank,
+        host=socket.gethostname(),
+    )
+    try:
+        run(args, denv)
+    finally:
+        dist.destroy_process_group()
+    emit("done", rank=denv.rank)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: hostfile
+short_description: Write an MPI hostfile for Intel MPI, MPICH or Open MPI
+description:
+  - Validates a list of hosts and writes it as a hostfile in the syntax of the chosen MPI launcher.
+  - The file is only rewritten, atomically, when its content differs.
+author:
+  - multinode.training maintainers
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: full
+options:
+  path:
+    description:
+      - Where to write the hostfile. The parent directory must exist.
+    type: path
+    required: true
+  hosts:
+    description:
+      - The hosts, in rank order.
+      - Names and addresses must be unique.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description:
+          - Name of the host, used in error messages and in the RV(hosts) return value.
+        type: str
+        required: true
+      address:
+        description:
+          - Address written to the hostfile. Defaults to O(hosts[].name).
+        type: str
+      slots:
+        description:
+          - Number of MPI ranks on this host. Must be at least V(1).
+          - With O(dialect=intelmpi) every host must have the same value.
+        type: int
+        default: 1
+  dialect:
+    description:
+      - Hostfile syntax.
+      - V(intelmpi) writes one address per line for C(mpirun -f) (Intel MPI hydra). Slot counts are not written because
+        some Intel MPI versions ignore C(host:N); the launcher passes C(-ppn) and C(I_MPI_PERHOST) instead,
+        so all hosts must have the same O(hosts[].slots).
+      - V(mpich) writes C(address:N).
+      - V(openmpi) writes C(address slots=N).
+    type: str
+    choices: [intelmpi, mpich, openmpi]
+    default: intelmpi
+  mode:
+    description:
+      - Permissions of the hostfile, as for M(ansible.builtin.file). Quote octal modes, for example V('0644').
+      - When unset, a new file gets the default permissions minus the umask and an existing file keeps its mode.
+    type: raw
+  owner:
+    description:
+      - Name of the user that should own the hostfile.
+    type: str
+  group:
+    description:
+      - Name of the group that should own the hostfile.
+    type: str
+  seuser:
+    description:
+      - The user part of the SELinux context of the hostfile.
+    type: str
+  serole:
+    description:
+      - The role part of the SELinux context of the hostfile.
+    type: str
+  setype:
+    description:
+      - The type part of the SELinux context of the hostfile.
+    type: str
+  selevel:
+    description:
+      - The level part of the SELinux context of the hostfile.
+    type: str
+  attributes:
+    description:
+      - File attributes of the hostfile, as for C(chattr).
+    type: str
+    aliases: [attr]
+  unsafe_writes:
+    description:
+      - Allow a non-atomic write when an atomic rename is impossible, for example on some bind mounts.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Intel MPI hostfile, 8 ranks per node
+  multinode.training.hostfile:
+    path: /etc/mpi/hostfile
+    hosts:
+      - {name: node1, slots: 8}
+      - {name: node2, slots: 8}
+
+- name: Open MPI hostfile on the high-speed network
+  multinode.training.hostfile:
+    path: /home/train/hostfile
+    dialect: openmpi
+    owner: train
+    mode: "0644"
+    hosts:
+      - {name: node1, address: 10.10.0.1, slots: 4}
+      - {name: node2, address: 10.10.0.2, slots: 2}
+  register: mpi_hosts
+
+- name: Show the number of ranks
+  ansible.builtin.debug:
+    msg: "mpirun -np {{ mpi_hosts.world_size }} -hostfile {{ mpi_hosts.path }}"
+"""
+
+RETURN = r"""
+path:
+  description: Path of the hostfile.
+  returned: always
+  type: str
+  sample: /etc/mpi/hostfile
+content:
+  description: The rendered hostfile text.
+  returned: always
+  type: str
+  sample: "10.10.0.1 slots=4\n10.10.0.2 slots=2\n"
+dialect:
+  description: The hostfile syntax used.
+  returned: always
+  type: str
+  sample: openmpi
+world_size:
+  description: Total number of MPI ranks, the sum of all slots.
+  returned: always
+  type: int
+  sample: 6
+hosts:
+  description: The validated hosts, with defaults filled in.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Host name.
+      type: str
+      returned: always
+      sample: node1
+    address:
+      description: Address written to the hostfile.
+      type: str
+      returned: always
+      sample: 10.10.0.1
+    slots:
+      description: Number of ranks on the host.
+      type: int
+      returned: always
+      sample: 4
+"""
+
+import dataclasses
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
+    DIALECTS,
+    HostfileError,
+    normalize_hosts,
+    render_hostfile,
+    world_size,
+)
+
+
+def read_current(module: AnsibleModule, path: str) -> bytes | None:
+    """Content of the existing file, or None if there is none."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        module.fail_json(msg=f"cannot read {path}: {to_native(exc)}")
+
+
+def write_atomically(module: AnsibleModule, path: str, content: bytes) -> None:
+    try:
+        fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".hostfile.")
+    except OSError as exc:
+        module.fail_json(msg=f"cannot create a temporary file next to {path}: {to_native(exc)}")
+    module.add_cleanup_file(tmp_path)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
+    module.atomic_move(tmp_path, path, unsafe_writes=module.params["unsafe_writes"])
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            hosts=dict(
+                type="list",
+                elements="dict",
+                required=True,
+                options=dict(
+                    name=dict(type="str", required=True),
+                    address=dict(type="str"),
+                    slots=dict(type="int", default=1),
+                ),
+            ),
+            dialect=dict(type="str", choices=list(DIALECTS), default="intelmpi"),
+        ),
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    dialect = module.params["dialect"]
+    try:
+        hosts = normalize_hosts(module.params["hosts"])
+        content = render_hostfile(hosts, dialect)
+    except HostfileError as exc:
+        module.fail_json(msg=str(exc))
+
+    wanted = to_bytes(content)
+    current = read_current(module, path)
+    changed = current != wanted
+    if changed and not module.check_mode:
+        write_atomically(module, path, wanted)
+    if os.path.exists(path):
+        # In check mode this only reports whether mode/owner/... would change.
+        changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(module.params), changed)
+
+    result = dict(
+        changed=changed,
+        path=path,
+        content=content,
+        dialect=dialect,
+        world_size=world_size(hosts),
+        hosts=[dataclasses.asdict(host) for host in hosts],
+    )
+    if module._diff:
+        result["diff"] = dict(
+            before="" if current is None else to_text(current, errors="surrogate_or_replace"),
+            after=content,
+            before_header=path,
+            after_header=path,
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
