@@ -12,7 +12,8 @@ description:
     C(MULTINODE_TRAINING_PHASE_STATS). Tasks forked after that point read it with
     C(lookup('ansible.builtin.env', 'MULTINODE_TRAINING_PHASE_STATS')); the launcher role puts them in the run
     summary (C(provision_changed), C(phases.provision)).
-  - Plays without C(multinode_phase) are not counted.
+  - Plays without C(multinode_phase) are not counted. Entering a phase again after another phase (a second
+    C(train.yml) imported in the same run) starts that phase's counts afresh.
 requirements:
   - enable in ansible.cfg with C(callbacks_enabled = multinode.training.phase_stats)
 """
@@ -37,6 +38,7 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self._phases: dict[str, dict[str, float]] = {}
         self._current: str | None = None
+        self._last: str | None = None
         self._phase_started = 0.0
 
     def _close_phase(self) -> None:
@@ -56,8 +58,9 @@ class CallbackModule(CallbackBase):
         self._publish()
         phase = play.get_vars().get("multinode_phase")
         if isinstance(phase, str) and phase:
-            self._phases.setdefault(phase, {"changed": 0, "seconds": 0.0})
-            self._current = phase
+            if phase != self._last:
+                self._phases[phase] = {"changed": 0, "seconds": 0.0}
+            self._current = self._last = phase
             self._phase_started = time.monotonic()
 
     def v2_runner_on_ok(self, result: Any) -> None:
