@@ -60,7 +60,8 @@ options:
   phase_stats:
     description:
       - Changed tasks and seconds per playbook phase, as published by the C(multinode.training.phase_stats)
-        callback (C({"provision": {"changed": 0, "seconds": 12.3}})). Empty when the callback is not enabled.
+        callback. Each phase name maps to a dict with the keys C(changed) and C(seconds).
+      - Empty when the callback is not enabled.
     type: dict
     default: {}
   settings:

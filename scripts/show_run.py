@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Print where a run's results are and how it went, from its summary.json."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def describe(run_dir: Path) -> str:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    phases = ", ".join(
+        f"{name} {'n/a' if seconds is None else f'{seconds}s'}" for name, seconds in summary["phases"].items()
+    )
+    lines = [
+        f"run {summary['job_id']}: {summary['status']}",
+        f"  results:          {run_dir.resolve()}",
+        f"  launcher:         {summary['launcher']} on {len(summary['nodes'])} nodes, world size {summary['world_size']}",
+        f"  test accuracy:    {summary['test_accuracy']}",
+        f"  phases:           {phases}",
+        f"  provision:        {summary['provision_changed']} changed tasks",
+    ]
+    lines += [f"  failure: {reason}" for reason in summary["failure_reasons"]]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    run_dir = Path(sys.argv[1] if len(sys.argv) > 1 else "runs/latest")
+    if not (run_dir / "summary.json").is_file():
+        print(f"no summary.json in {run_dir}", file=sys.stderr)
+        return 1
+    print(describe(run_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
