@@ -13,6 +13,8 @@ description:
   - The file is only rewritten, atomically, when its content differs.
 author:
   - multinode.training maintainers
+extends_documentation_fragment:
+  - ansible.builtin.files
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying the target.
@@ -60,45 +62,6 @@ options:
     type: str
     choices: [intelmpi, mpich, openmpi]
     default: intelmpi
-  mode:
-    description:
-      - Permissions of the hostfile, as for M(ansible.builtin.file). Quote octal modes, for example V('0644').
-      - When unset, a new file gets the default permissions minus the umask and an existing file keeps its mode.
-    type: raw
-  owner:
-    description:
-      - Name of the user that should own the hostfile.
-    type: str
-  group:
-    description:
-      - Name of the group that should own the hostfile.
-    type: str
-  seuser:
-    description:
-      - The user part of the SELinux context of the hostfile.
-    type: str
-  serole:
-    description:
-      - The role part of the SELinux context of the hostfile.
-    type: str
-  setype:
-    description:
-      - The type part of the SELinux context of the hostfile.
-    type: str
-  selevel:
-    description:
-      - The level part of the SELinux context of the hostfile.
-    type: str
-  attributes:
-    description:
-      - File attributes of the hostfile, as for C(chattr).
-    type: str
-    aliases: [attr]
-  unsafe_writes:
-    description:
-      - Allow a non-atomic write when an atomic rename is impossible, for example on some bind mounts.
-    type: bool
-    default: false
 """
 
 EXAMPLES = r"""
