@@ -1,0 +1,306 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_facts
+short_description: Gather CPU topology, Intel GPUs, DRI devices and the route to a peer of a training node
+version_added: 0.1.0
+description:
+  - Reads C(/proc/cpuinfo) and C(/sys/devices/system/node/node*/cpulist) for the CPU and NUMA topology,
+    C(/sys/bus/pci/devices/*/{vendor,device,class}) for Intel GPUs, lists C(/dev/dri) and reads
+    C(/etc/group) for the GIDs of the C(render) and C(video) groups.
+  - With O(peer), runs C(ip -o route get) to find the interface and source address this node uses to reach the peer.
+  - Returns everything as the C(multinode_node) fact. Changes nothing on the node.
+author:
+  - multinode.training team
+attributes:
+  check_mode:
+    support: full
+    description: Only reads files and runs C(ip route get), so it runs unchanged in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  facts:
+    support: full
+    description: Returns an C(ansible_facts) dictionary that updates the host's facts.
+options:
+  peer:
+    description:
+      - IP address of another node, for example the launcher. The route to it gives the interface and source address
+        this node uses on the cluster network.
+      - Without it, RV(ansible_facts.multinode_node.route) is V(null).
+    type: str
+  sysfs_root:
+    description:
+      - Directory that C(/proc), C(/sys), C(/dev/dri) and C(/etc/group) are read under, for containers that bind-mount
+        the host's files elsewhere and for tests with a fake root.
+      - Does not apply to the C(ip) command.
+    type: path
+    default: /
+notes:
+  - Intel GPUs are recognized by PCI vendor C(0x8086) and PCI class display controller (C(0x03xxxx)) or processing
+    accelerator (C(0x12xxxx)). The family comes from the device IDs in Linux C(include/drm/intel/pciids.h).
+  - The C(render) and C(video) GIDs come from C(/etc/group) only, not from NSS (LDAP, SSSD).
+"""
+
+EXAMPLES = r"""
+- name: Gather node facts and the route to the launcher
+  multinode.training.node_facts:
+    peer: "{{ hostvars[groups['launcher'][0]]['ansible_default_ipv4']['address'] }}"
+
+- name: Show the topology and the cluster interface
+  ansible.builtin.debug:
+    msg: >-
+      {{ ansible_facts.multinode_node.cpu.sockets }} sockets x
+      {{ ansible_facts.multinode_node.cpu.cores_per_socket }} cores,
+      {{ ansible_facts.multinode_node.gpus | length }} Intel GPUs,
+      launcher reached over {{ ansible_facts.multinode_node.route.interface }}
+
+- name: Read the host's files from inside a container
+  multinode.training.node_facts:
+    sysfs_root: /host
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to the host's facts.
+  returned: always
+  type: dict
+  contains:
+    multinode_node:
+      description: What a training launcher needs to know about the node.
+      returned: always
+      type: dict
+      contains:
+        cpu:
+          description:
+            - CPU topology. Processors without C(physical id) count as socket 0, processors without C(core id) as
+              cores of their own.
+            - Per-socket and per-core numbers are the largest ones on the node, as C(lscpu) reports them.
+          returned: always
+          type: dict
+          contains:
+            model_name:
+              description: C(model name) of the first processor, V(null) if there is none (ARM).
+              type: str
+              returned: always
+              sample: Intel(R) Xeon(R) Gold 6244 CPU @ 3.60GHz
+            sockets:
+              description: Number of CPU packages.
+              type: int
+              returned: always
+              sample: 2
+            numa_nodes:
+              description:
+                - Number of NUMA nodes; V(1) if the kernel has no NUMA information.
+                - Memory-only nodes (HBM, CXL) count too; their RV(ansible_facts.multinode_node.cpu.numa_node_cpus)
+                  entry is empty.
+              type: int
+              returned: always
+              sample: 2
+            numa_node_cpus:
+              description: Logical CPU numbers of each NUMA node, keyed by node number.
+              type: dict
+              returned: always
+              sample: {"0": [0, 1, 2, 3, 8, 9, 10, 11], "1": [4, 5, 6, 7, 12, 13, 14, 15]}
+            cores_per_socket:
+              description: Physical cores per socket.
+              type: int
+              returned: always
+              sample: 8
+            logical_cpus_per_socket:
+              description: Logical CPUs (hardware threads) per socket.
+              type: int
+              returned: always
+              sample: 16
+            threads_per_core:
+              description: Hardware threads per physical core, V(2) with Hyper-Threading.
+              type: int
+              returned: always
+              sample: 2
+            physical_cores:
+              description: Physical cores on the node.
+              type: int
+              returned: always
+              sample: 16
+            logical_cpus:
+              description: Logical CPUs on the node.
+              type: int
+              returned: always
+              sample: 32
+        gpus:
+          description: Intel GPUs, sorted by PCI address. Empty without one.
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            pci_address:
+              description: PCI address.
+              type: str
+              returned: always
+              sample: "0000:4d:00.0"
+            device_id:
+              description: PCI device ID.
+              type: str
+              returned: always
+              sample: "0x56c0"
+            family:
+              description:
+                - V(flex) (Data Center GPU Flex 140/170), V(max) (Data Center GPU Max), V(arc) (Arc A-series and
+                  Arc Pro), V(integrated) (a VGA device at C(00:02.0) not in the table) or V(unknown).
+              type: str
+              returned: always
+              sample: flex
+        dri:
+          description: Device nodes in C(/dev/dri); empty lists if it does not exist.
+          type: dict
+          returned: always
+          contains:
+            cards:
+              description: C(cardN) nodes in numeric order.
+              type: list
+              elements: str
+              returned: always
+              sample: [card0, card1, card2]
+            render_nodes:
+              description: C(renderDN) nodes in numeric order.
+              type: list
+              elements: str
+              returned: always
+              sample: [renderD128, renderD129]
+        gids:
+          description: GIDs from C(/etc/group), V(null) for a group that is not there.
+          type: dict
+          returned: always
+          contains:
+            render:
+              description: GID of the C(render) group.
+              type: int
+              returned: always
+              sample: 109
+            video:
+              description: GID of the C(video) group.
+              type: int
+              returned: always
+              sample: 44
+        route:
+          description: How this node reaches O(peer); V(null) without O(peer).
+          type: dict
+          returned: always
+          contains:
+            peer:
+              description: The O(peer) address.
+              type: str
+              returned: when O(peer) is set
+              sample: 10.0.0.1
+            interface:
+              description: Outgoing interface.
+              type: str
+              returned: when O(peer) is set
+              sample: eth0
+            source_address:
+              description: Source address the kernel picks for the peer, V(null) if C(ip) names none.
+              type: str
+              returned: when O(peer) is set
+              sample: 10.0.0.2
+            gateway:
+              description: Next hop, V(null) when the peer is on a directly attached network.
+              type: str
+              returned: when O(peer) is set
+              sample: 10.0.0.254
+            local:
+              description: Whether O(peer) is an address of this node.
+              type: bool
+              returned: when O(peer) is set
+              sample: false
+"""
+
+import glob
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.multinode.training.plugins.module_utils.node_facts import (
+    cpu_topology,
+    dri_nodes,
+    group_gids,
+    intel_gpus,
+    parse_route_get,
+)
+
+PCI_FILES = ("vendor", "device", "class")
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def node_cpulists(root: str) -> dict[str, str]:
+    paths = glob.glob(os.path.join(root, "sys/devices/system/node/node*/cpulist"))
+    return {os.path.basename(os.path.dirname(path)): read_text(path) for path in paths}
+
+
+def pci_devices(root: str) -> dict[str, dict[str, str]]:
+    """``{address: {vendor, device, class}}``, leaving out files that do not exist."""
+    devices_dir = os.path.join(root, "sys/bus/pci/devices")
+    if not os.path.isdir(devices_dir):
+        return {}
+    devices = {}
+    for address in os.listdir(devices_dir):
+        paths = {name: os.path.join(devices_dir, address, name) for name in PCI_FILES}
+        devices[address] = {name: read_text(path) for name, path in paths.items() if os.path.isfile(path)}
+    return devices
+
+
+def dri_listing(root: str) -> list[str]:
+    dri_dir = os.path.join(root, "dev/dri")
+    return os.listdir(dri_dir) if os.path.isdir(dri_dir) else []
+
+
+def group_text(root: str) -> str:
+    path = os.path.join(root, "etc/group")
+    return read_text(path) if os.path.isfile(path) else ""
+
+
+def route_to(module: AnsibleModule, peer: str) -> dict:
+    ip = module.get_bin_path("ip", required=True)
+    rc, out, err = module.run_command([ip, "-o", "route", "get", peer])
+    if rc != 0:
+        module.fail_json(msg=f"ip route get {peer} failed: {(err or out).strip()}", rc=rc)
+    try:
+        return dict(peer=peer, **parse_route_get(out))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            peer=dict(type="str"),
+            sysfs_root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    root = module.params["sysfs_root"]
+    peer = module.params["peer"]
+    try:
+        facts = dict(
+            cpu=cpu_topology(read_text(os.path.join(root, "proc/cpuinfo")), node_cpulists(root)),
+            gpus=intel_gpus(pci_devices(root)),
+            dri=dri_nodes(dri_listing(root)),
+            gids=group_gids(group_text(root)),
+        )
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg=f"cannot gather node facts under {root}: {to_native(exc)}")
+    facts["route"] = route_to(module, peer) if peer else None
+    module.exit_json(changed=False, ansible_facts=dict(multinode_node=facts))
+
+
+if __name__ == "__main__":
+    main()
