@@ -7,9 +7,9 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: hostfile
-short_description: Write an MPI hostfile for Intel MPI, MPICH or Open MPI
+short_description: Write a hostfile for Intel MPI, MPICH, Open MPI, DeepSpeed, Horovod or ipexrun
 description:
-  - Validates a list of hosts and writes it as a hostfile in the syntax of the chosen MPI launcher.
+  - Validates a list of hosts and writes it as a hostfile in the syntax of the chosen launcher.
   - The file is only rewritten, atomically, when its content differs.
 author:
   - multinode.training maintainers
@@ -32,6 +32,7 @@ options:
     description:
       - The hosts, in rank order.
       - Names and addresses must be unique.
+      - With O(dialect=ipexrun) the first host must be the machine that runs C(ipexrun).
     type: list
     elements: dict
     required: true
@@ -48,7 +49,7 @@ options:
       slots:
         description:
           - Number of MPI ranks on this host. Must be at least V(1).
-          - With O(dialect=intelmpi) every host must have the same value.
+          - With O(dialect=intelmpi) or O(dialect=ipexrun) every host must have the same value.
         type: int
         default: 1
   dialect:
@@ -59,8 +60,14 @@ options:
         so all hosts must have the same O(hosts[].slots).
       - V(mpich) writes C(address:N).
       - V(openmpi) writes C(address slots=N).
+      - V(deepspeed) writes C(address slots=N) for the C(deepspeed) launcher's C(--hostfile).
+      - V(horovod) writes C(address slots=N) for C(horovodrun --hostfile); RV(horovod_hosts) has the same hosts
+        in the C(horovodrun -H) form.
+      - V(ipexrun) writes one address per line for C(ipexrun --hostfile). Slot counts are not written; the launcher
+        passes C(--nprocs-per-node), so all hosts must have the same O(hosts[].slots). Line 1 must be an address of
+        the machine C(ipexrun) runs on, and hosts are written in the order given, so list that host first.
     type: str
-    choices: [intelmpi, mpich, openmpi]
+    choices: [intelmpi, mpich, openmpi, deepspeed, horovod, ipexrun]
     default: intelmpi
 """
 
@@ -82,6 +89,14 @@ EXAMPLES = r"""
       - {name: node1, address: 10.10.0.1, slots: 4}
       - {name: node2, address: 10.10.0.2, slots: 2}
   register: mpi_hosts
+
+- name: ipexrun hostfile, the launcher (this host) on line 1
+  multinode.training.hostfile:
+    path: /home/train/ipex.hostfile
+    dialect: ipexrun
+    hosts:
+      - {name: node1, address: 10.10.0.1, slots: 2}
+      - {name: node2, address: 10.10.0.2, slots: 2}
 
 - name: Show the number of ranks
   ansible.builtin.debug:
@@ -109,6 +124,11 @@ world_size:
   returned: always
   type: int
   sample: 6
+horovod_hosts:
+  description: The hosts as the value of C(horovodrun -H), C(address:slots) joined by commas, in host order.
+  returned: always
+  type: str
+  sample: "10.10.0.1:4,10.10.0.2:2"
 hosts:
   description: The validated hosts, with defaults filled in.
   returned: always
@@ -142,6 +162,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native, to_
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
     DIALECTS,
     HostfileError,
+    horovod_hosts_arg,
     normalize_hosts,
     render_hostfile,
     world_size,
@@ -212,6 +233,7 @@ def main() -> None:
         content=content,
         dialect=dialect,
         world_size=world_size(hosts),
+        horovod_hosts=horovod_hosts_arg(hosts),
         hosts=[dataclasses.asdict(host) for host in hosts],
     )
     if module._diff:

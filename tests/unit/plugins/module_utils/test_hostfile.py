@@ -8,7 +8,11 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
     DIALECTS,
     HostEntry,
     HostfileError,
+    detect_dialect,
+    horovod_hosts_arg,
+    launcher_first,
     normalize_hosts,
+    parse_hostfile,
     render_hostfile,
     uniform_slots,
     world_size,
@@ -25,7 +29,7 @@ MIXED = [
 
 
 def test_dialects():
-    assert DIALECTS == ("intelmpi", "mpich", "openmpi")
+    assert DIALECTS == ("intelmpi", "mpich", "openmpi", "deepspeed", "horovod", "ipexrun")
 
 
 def test_normalize_defaults():
@@ -168,3 +172,224 @@ def test_normalize_address_defaulted_from_name_collides():
 
 def test_hostfile_error_is_value_error():
     assert issubclass(HostfileError, ValueError)
+
+
+# ------------------------------------------------------------ launcher dialects
+
+SLOT_DIALECTS = ("mpich", "openmpi", "deepspeed", "horovod")  # write every host's slot count
+ADDRESS_DIALECTS = ("intelmpi", "ipexrun")  # one address per line, one slot count for all
+
+
+def hosts_named_by_address(slots):
+    """Hosts as parse_hostfile returns them: the name is the address."""
+    return [HostEntry(f"10.0.0.{index}", f"10.0.0.{index}", count) for index, count in enumerate(slots, start=1)]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "expected"),
+    [
+        ("deepspeed", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
+        ("horovod", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
+    ],
+)
+def test_render_new_dialects_mixed_slots(dialect, expected):
+    assert render_hostfile(normalize_hosts(MIXED), dialect) == expected
+
+
+def test_render_ipexrun_writes_addresses_in_order():
+    assert render_hostfile(normalize_hosts(UNIFORM), "ipexrun") == "10.0.0.1\n10.0.0.2\n"
+    assert render_hostfile(normalize_hosts(UNIFORM[::-1]), "ipexrun") == "10.0.0.2\n10.0.0.1\n"
+
+
+def test_render_ipexrun_rejects_mixed_slots():
+    with pytest.raises(HostfileError) as exc:
+        render_hostfile(normalize_hosts(MIXED), "ipexrun")
+    message = str(exc.value)
+    assert "ipexrun" in message and "--nprocs-per-node" in message
+    assert "node1" in message and "node2" in message
+
+
+def test_render_unknown_dialect_lists_all_dialects():
+    with pytest.raises(HostfileError) as exc:
+        render_hostfile(normalize_hosts(UNIFORM), "slurm")
+    for dialect in DIALECTS:
+        assert dialect in str(exc.value)
+
+
+@pytest.mark.parametrize("dialect", ("deepspeed", "horovod", "ipexrun"))
+def test_render_new_dialects_empty(dialect):
+    with pytest.raises(HostfileError, match="empty"):
+        render_hostfile([], dialect)
+
+
+def test_horovod_hosts_arg():
+    assert horovod_hosts_arg(normalize_hosts(MIXED)) == "10.0.0.1:4,10.0.0.2:2"
+    assert horovod_hosts_arg(normalize_hosts([{"name": "solo"}])) == "solo:1"
+
+
+def test_horovod_hosts_arg_empty():
+    with pytest.raises(HostfileError, match="empty"):
+        horovod_hosts_arg([])
+
+
+def test_launcher_first_moves_the_launcher_and_keeps_the_rest_in_order():
+    hosts = normalize_hosts([{"name": "a"}, {"name": "b"}, {"name": "c"}, {"name": "d"}])
+    assert [host.name for host in launcher_first(hosts, "c")] == ["c", "a", "b", "d"]
+    assert launcher_first(hosts, "a") == hosts
+    assert [host.name for host in hosts] == ["a", "b", "c", "d"]  # the input is not modified
+
+
+def test_launcher_first_feeds_ipexrun():
+    hosts = normalize_hosts(UNIFORM)
+    assert render_hostfile(launcher_first(hosts, "node2"), "ipexrun") == "10.0.0.2\n10.0.0.1\n"
+
+
+def test_launcher_first_names_a_missing_launcher():
+    with pytest.raises(HostfileError) as exc:
+        launcher_first(normalize_hosts(UNIFORM), "node9")
+    assert str(exc.value) == "launcher 'node9' is not in the host list"
+
+
+# ------------------------------------------------------------ parse_hostfile
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("10.0.0.1\n10.0.0.2\n", [("10.0.0.1", 1), ("10.0.0.2", 1)]),  # intelmpi / ipexrun
+        ("10.0.0.1:4\n10.0.0.2:2\n", [("10.0.0.1", 4), ("10.0.0.2", 2)]),  # mpich
+        ("10.0.0.1 slots=4\n10.0.0.2 slots=2\n", [("10.0.0.1", 4), ("10.0.0.2", 2)]),  # openmpi / deepspeed / horovod
+        ("node-a.example.com slots=8", [("node-a.example.com", 8)]),  # no final newline
+        ("a slots = 2\nb slots= 3\nc slots =4\nd\tslots=5\n", [("a", 2), ("b", 3), ("c", 4), ("d", 5)]),
+        ("a slots=2 max_slots=8\nb max-slots=4 slots=3\nc max_slots=2\n", [("a", 2), ("b", 3), ("c", 1)]),
+        ("a:08\n", [("a", 8)]),
+        ("fe80::1\nfe80::2\n", [("fe80::1", 1), ("fe80::2", 1)]),  # IPv6 addresses are not host:N
+        ("a\r\nb\r\n", [("a", 1), ("b", 1)]),
+    ],
+)
+def test_parse_dialects(text, expected):
+    assert parse_hostfile(text) == [HostEntry(address, address, slots) for address, slots in expected]
+
+
+def test_parse_comments_and_blank_lines():
+    text = (
+        "# cluster of three\n"
+        "\n"
+        "   \n"
+        "10.0.0.1 slots=4   # the launcher\n"
+        "\t# indented comment\n"
+        "10.0.0.2 slots=4#no space before the comment\n"
+        "10.0.0.3:2 # mpich style on the same file\n"
+        "10.0.0.4\n"
+        "#10.0.0.5 slots=4\n"
+    )
+    assert parse_hostfile(text) == [
+        HostEntry("10.0.0.1", "10.0.0.1", 4),
+        HostEntry("10.0.0.2", "10.0.0.2", 4),
+        HostEntry("10.0.0.3", "10.0.0.3", 2),
+        HostEntry("10.0.0.4", "10.0.0.4", 1),
+    ]
+
+
+def test_parse_merges_repeated_lines_in_first_appearance_order():
+    text = "b\na\nb\nc:2\nb\na:3\n# b\nc\n"
+    assert parse_hostfile(text) == [HostEntry("b", "b", 3), HostEntry("a", "a", 4), HostEntry("c", "c", 3)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a slots=2\nb slots=2\na slots=2\n",
+        "a\nb slots=2\na slots=2\n",  # the repeat uses slots=
+        "a slots=2\nb slots=2\na\n",  # the first line used slots=
+        "a slots=2\nb slots=2\na:2\n",
+    ],
+)
+def test_parse_rejects_repeated_slots_lines(text):
+    with pytest.raises(HostfileError) as exc:
+        parse_hostfile(text)
+    message = str(exc.value)
+    assert message.startswith("line 3 ")
+    assert "host 'a' is already listed on line 1" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a\nhost:0\n", "line 2 'host:0': the slot count after ':' must be an integer >= 1, got '0'"),
+        (
+            "a\n\nhost:x  # comment\n",
+            "line 3 'host:x  # comment': the slot count after ':' must be an integer >= 1, got 'x'",
+        ),
+        ("host:\n", "line 1 'host:': the slot count after ':' must be an integer >= 1, got ''"),
+        ("host:-1\n", "line 1 'host:-1': the slot count after ':' must be an integer >= 1, got '-1'"),
+        (":4\n", "line 1 ':4': the line must start with an address"),
+        ("host slots=abc\n", "line 1 'host slots=abc': slots must be an integer >= 1, got 'abc'"),
+        ("host slots=0\n", "line 1 'host slots=0': slots must be an integer >= 1, got '0'"),
+        ("host slots=\n", "line 1 'host slots=': slots must be an integer >= 1, got ''"),
+        ("host slots=2.5\n", "line 1 'host slots=2.5': slots must be an integer >= 1, got '2.5'"),
+        ("host slots=2 slots=3\n", "line 1 'host slots=2 slots=3': slots= is given more than once"),
+        ("host cpus=2\n", "line 1 'host cpus=2': unknown option 'cpus'; expected slots= or max_slots="),
+        ("host other\n", "line 1 'host other': expected key=value after the address, got 'other'"),
+        ("host:2 slots=2\n", "line 1 'host:2 slots=2': host:N cannot be combined with key=value options"),
+        ("slots=4\n", "line 1 'slots=4': the line must start with an address"),
+    ],
+)
+def test_parse_errors_name_the_line(text, expected):
+    with pytest.raises(HostfileError) as exc:
+        parse_hostfile(text)
+    assert str(exc.value) == expected
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n  # another\n"])
+def test_parse_no_hosts(text):
+    with pytest.raises(HostfileError, match="no hosts"):
+        parse_hostfile(text)
+
+
+@pytest.mark.parametrize("dialect", SLOT_DIALECTS)
+def test_round_trip_keeps_slots(dialect):
+    hosts = hosts_named_by_address([4, 1, 2, 8])
+    assert parse_hostfile(render_hostfile(hosts, dialect)) == hosts
+
+
+@pytest.mark.parametrize("dialect", ADDRESS_DIALECTS)
+def test_round_trip_one_slot(dialect):
+    hosts = hosts_named_by_address([1, 1, 1])
+    assert parse_hostfile(render_hostfile(hosts, dialect)) == hosts
+
+
+@pytest.mark.parametrize("dialect", ADDRESS_DIALECTS)
+def test_round_trip_uniform_slots_read_back_as_one(dialect):
+    text = render_hostfile(hosts_named_by_address([4, 4]), dialect)
+    assert parse_hostfile(text) == hosts_named_by_address([1, 1])
+
+
+@pytest.mark.parametrize(
+    ("dialect", "detected"),
+    [
+        ("intelmpi", "intelmpi"),
+        ("ipexrun", "intelmpi"),
+        ("mpich", "mpich"),
+        ("openmpi", "openmpi"),
+        ("deepspeed", "openmpi"),
+        ("horovod", "openmpi"),
+    ],
+)
+def test_detect_rendered_dialect(dialect, detected):
+    assert detect_dialect(render_hostfile(normalize_hosts(UNIFORM), dialect)) == detected
+
+
+@pytest.mark.parametrize(
+    ("text", "detected"),
+    [
+        ("", "intelmpi"),
+        ("# a:4\n# b slots=2\na\n", "intelmpi"),  # comments do not count
+        ("fe80::1\nfe80::2\n", "intelmpi"),
+        ("a\nb:2\n", "mpich"),
+        ("a:2\nb slots = 2\n", "openmpi"),
+        ("a max_slots=4\n", "openmpi"),
+    ],
+)
+def test_detect_dialect(text, detected):
+    assert detect_dialect(text) == detected
