@@ -1,0 +1,430 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Build the command lines that start a multi-node training job, for each supported launcher.
+
+Pure Python (no Ansible imports) so it runs on the controller, on managed
+nodes (Python 3.9+) and in plain unit tests. ``build()`` returns argv lists;
+nothing here runs them. Every launcher flag emitted below was checked against
+that launcher's own argument parser or manual, named in a comment where the
+flag is written.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
+    HostEntry,
+    HostfileError,
+    horovod_hosts_arg,
+    uniform_slots,
+    world_size,
+)
+
+RDZV_BACKENDS = ("c10d", "static")
+CCL_WORKER_COUNT = 1  # cores per rank reserved for oneCCL workers by defaults_from_topology()
+HOROVOD_CONTROLLERS = ("gloo", "mpi")
+# The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
+# (deepspeed/launcher/constants.py and runner.py in deepspeedai/DeepSpeed; slurm is left out).
+DEEPSPEED_LAUNCHERS = ("pdsh", "openmpi", "mpich", "impi", "mvapich")
+# The hostfile.py dialect the file at LaunchSpec.hostfile_path must be written in.
+# torchrun reads no hostfile; horovodrun gets its hosts from ``-H``.
+HOSTFILE_DIALECT = {"mpiexec": "intelmpi", "mpirun": "openmpi", "ipexrun": "ipexrun", "deepspeed": "deepspeed"}
+
+# Every layer that opens sockets picks its interface from its own variable:
+# Intel MPI's hydra process manager, the libfabric tcp and sockets providers
+# (Intel MPI and oneCCL traffic), oneCCL's key-value store bootstrap, torch's
+# gloo backend and NCCL's bootstrap.
+_IFACE_VARIABLES = (
+    "I_MPI_HYDRA_IFACE",
+    "FI_TCP_IFACE",
+    "FI_SOCKETS_IFACE",
+    "CCL_KVS_IFACE",
+    "GLOO_SOCKET_IFNAME",
+    "NCCL_SOCKET_IFNAME",
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RELEASE = re.compile(r"([0-9]+)\.([0-9]+)(?:\.[0-9]+)*(?:\+\S*)?")
+
+
+class LaunchError(ValueError):
+    """The launch specification cannot be turned into a working command line."""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What to start, where, and with which launcher.
+
+    ``command`` is the per-rank program and its arguments. ``omp_num_threads``
+    has no default on purpose: torchrun silently sets OMP_NUM_THREADS=1 when it
+    is unset. ``env`` holds extra variables for every rank; they override the
+    computed ones. ``elastic_min``/``elastic_max`` apply to torchrun only.
+    """
+
+    launcher: str
+    hosts: list[HostEntry]
+    launcher_address: str
+    iface: str
+    hostfile_path: str
+    ssh_port: int
+    job_id: str
+    command: list[str]
+    omp_num_threads: int
+    env: dict[str, str] = field(default_factory=dict)
+    rdzv: str = "c10d"
+    rdzv_port: int = 29400
+    master_port: int = 29500
+    elastic_min: int | None = None
+    elastic_max: int | None = None
+    max_restarts: int = 0
+    ipex_version: str = "2.8"
+    horovod_controller: str = "gloo"
+    deepspeed_launcher: str = "pdsh"
+
+
+def network_env(iface: str, master_addr: str, master_port: int) -> dict[str, str]:
+    """One cluster interface fanned out to every layer, plus the rank-0 rendezvous address."""
+    env = dict.fromkeys(_IFACE_VARIABLES, iface)
+    env["MASTER_ADDR"] = master_addr
+    env["MASTER_PORT"] = str(master_port)
+    return env
+
+
+def build(spec: LaunchSpec) -> list[list[str]]:
+    """The argv(s) to run from the launcher node.
+
+    torchrun returns one argv per host, in host order, each to be run on that
+    host with ``ssh <address>``; ssh joins its arguments with spaces, so pass
+    ``shlex.join(argv)`` as the remote command. Every other launcher returns a
+    single argv that starts all ranks itself.
+    """
+    builder = _BUILDERS.get(spec.launcher)
+    if builder is None:
+        raise LaunchError(f"unknown launcher {spec.launcher!r}; expected one of: {', '.join(LAUNCHERS)}")
+    if not spec.hosts:
+        raise LaunchError("the host list is empty")
+    if spec.omp_num_threads < 1:
+        raise LaunchError(f"omp_num_threads must be >= 1, got {spec.omp_num_threads}")
+    return builder(spec)
+
+
+def defaults_from_topology(
+    sockets: int, numa_nodes: int | None, physical_cores_per_socket: int, backend: str
+) -> dict[str, Any]:
+    """Ranks per node, OpenMP threads per rank and rank environment for one node's CPU topology.
+
+    Follows Intel's PyTorch CPU tuning guide (Intel Extension for PyTorch,
+    docs/tutorials/performance_tuning/tuning_guide.md,
+    https://intel.github.io/intel-extension-for-pytorch/cpu/latest/tutorials/performance_tuning/tuning_guide.html)
+    and its launch script (intel_extension_for_pytorch/cpu/launch): physical
+    cores only, one rank per NUMA node (per socket when the NUMA layout is
+    unknown, ``numa_nodes`` None or 0), ``KMP_AFFINITY=granularity=fine,compact,1,0``,
+    ``KMP_BLOCKTIME=1`` and, for the ccl backend, ``CCL_WORKER_COUNT`` cores of
+    each rank reserved for oneCCL's workers. ``CCL_WORKER_AFFINITY=auto`` pins
+    them to the last cores of the rank's pin domain (oneCCL Developer Guide,
+    "Execution of Communication Operations"), leaving the first ones to the
+    compact OpenMP threads. KMP_* only affect Intel OpenMP (libiomp5).
+
+    Returns ``{"slots": ranks per node, "omp_num_threads": n, "env": {...}}``;
+    the thread count goes to LaunchSpec.omp_num_threads, not into ``env``.
+    """
+    if sockets < 1 or physical_cores_per_socket < 1 or (numa_nodes or 0) < 0:
+        raise LaunchError(
+            f"invalid topology: sockets={sockets}, numa_nodes={numa_nodes}, "
+            f"physical_cores_per_socket={physical_cores_per_socket}"
+        )
+    ranks = numa_nodes or sockets
+    reserved = CCL_WORKER_COUNT if backend == "ccl" else 0
+    threads = sockets * physical_cores_per_socket // ranks - reserved
+    if threads < 1:
+        raise LaunchError(
+            f"{sockets * physical_cores_per_socket} physical cores over {ranks} ranks"
+            f" leave no core for OpenMP after {reserved} oneCCL worker(s) per rank"
+        )
+    env = {
+        "KMP_AFFINITY": "granularity=fine,compact,1,0",
+        "KMP_BLOCKTIME": "1",
+        "I_MPI_PIN_DOMAIN": "numa" if numa_nodes else "socket",
+    }
+    if backend == "ccl":
+        env.update(CCL_WORKER_COUNT=str(CCL_WORKER_COUNT), CCL_WORKER_AFFINITY="auto")
+    return {"slots": ranks, "omp_num_threads": threads, "env": env}
+
+
+# ---------------------------------------------------------------- shared pieces
+
+
+def _master_addr(spec: LaunchSpec) -> str:
+    """Rank 0 runs on the first host of the hostfile, so that is the address every rank dials."""
+    return spec.hosts[0].address
+
+
+def _rank_env(spec: LaunchSpec) -> dict[str, str]:
+    env = {"OMP_NUM_THREADS": str(spec.omp_num_threads)}
+    env.update(network_env(spec.iface, _master_addr(spec), spec.master_port))
+    env.update(spec.env)
+    for name in env:
+        if not _ENV_NAME.fullmatch(name):
+            raise LaunchError(f"invalid environment variable name {name!r}")
+    return env
+
+
+def _env_words(spec: LaunchSpec) -> list[str]:
+    """``env K=V ...``: the rank environment as leading words of a command."""
+    return ["env"] + [f"{name}={value}" for name, value in _rank_env(spec).items()]
+
+
+def _slots_per_host(spec: LaunchSpec, flag: str) -> int:
+    try:
+        return uniform_slots(spec.hosts)
+    except HostfileError as exc:
+        raise LaunchError(f"{spec.launcher} passes one {flag} to every host: {exc}") from exc
+
+
+def _shell_words(spec: LaunchSpec, words: list[str]) -> list[str]:
+    """``words`` unchanged if a shell would read them back as the same words."""
+    unsafe = [word for word in words if shlex.quote(word) != word]
+    if unsafe:
+        raise LaunchError(
+            f"{spec.launcher} joins the program's words with spaces and runs them through a shell,"
+            f" which would split or expand: {', '.join(map(repr, unsafe))}"
+        )
+    return words
+
+
+def _host_names(hosts: list[HostEntry]) -> str:
+    return ", ".join(host.name for host in hosts)
+
+
+def _words(*groups: tuple[str, ...]) -> list[str]:
+    """Flag groups such as ``("-n", "6")`` flattened into argv words."""
+    return [word for group in groups for word in group]
+
+
+# ---------------------------------------------------------------- torchrun
+# Flags from torch/distributed/run.py (pytorch/pytorch, get_args_parser): --nnodes
+# (N or MIN:MAX), --nproc-per-node, --rdzv-backend, --rdzv-endpoint, --rdzv-id,
+# --master-addr, --master-port, --node-rank, --local-addr, --max-restarts,
+# --no-python. config_from_args() sets OMP_NUM_THREADS=1 when it is unset and
+# nproc_per_node > 1, hence the explicit ``env OMP_NUM_THREADS=...``.
+
+
+def _nnodes(spec: LaunchSpec) -> str:
+    count = len(spec.hosts)
+    if spec.elastic_min is None and spec.elastic_max is None:
+        return str(count)
+    low = 1 if spec.elastic_min is None else spec.elastic_min
+    high = count if spec.elastic_max is None else spec.elastic_max
+    if spec.rdzv != "c10d":
+        raise LaunchError(f"elastic nnodes {low}:{high} needs the c10d rendezvous, not {spec.rdzv!r}")
+    if not 1 <= low <= high:
+        raise LaunchError(f"elastic_min ({low}) must be >= 1 and <= elastic_max ({high})")
+    if not low <= count <= high:
+        raise LaunchError(f"nnodes {low}:{high} does not admit the {count} hosts launched ({_host_names(spec.hosts)})")
+    return f"{low}:{high}"
+
+
+def _rdzv_args(spec: LaunchSpec, node_rank: int) -> list[str]:
+    if spec.rdzv == "static":
+        return _words(
+            ("--rdzv-backend", "static"),
+            ("--master-addr", _master_addr(spec)),
+            ("--master-port", str(spec.master_port)),
+            ("--node-rank", str(node_rank)),
+        )
+    return _words(
+        ("--rdzv-backend", "c10d"),
+        ("--rdzv-endpoint", f"{spec.launcher_address}:{spec.rdzv_port}"),
+        ("--rdzv-id", spec.job_id),
+    )
+
+
+def _check_rdzv(spec: LaunchSpec) -> None:
+    if spec.rdzv not in RDZV_BACKENDS:
+        raise LaunchError(f"unknown rendezvous {spec.rdzv!r}; expected one of: {', '.join(RDZV_BACKENDS)}")
+    # The c10d store is served by the agent on the endpoint's host, so the launcher must be a node.
+    if spec.rdzv == "c10d" and all(host.address != spec.launcher_address for host in spec.hosts):
+        raise LaunchError(
+            f"the c10d rendezvous endpoint {spec.launcher_address} is not the address of any launched host"
+            f" ({_host_names(spec.hosts)}), so no torchrun agent would serve it"
+        )
+
+
+def _torchrun(spec: LaunchSpec) -> list[list[str]]:
+    _check_rdzv(spec)
+    nnodes = _nnodes(spec)
+    env = _env_words(spec)
+    return [
+        env
+        + ["torchrun", "--nnodes", nnodes, "--nproc-per-node", str(host.slots)]
+        + _rdzv_args(spec, node_rank)
+        + ["--local-addr", host.address, "--max-restarts", str(spec.max_restarts), "--no-python"]
+        + spec.command
+        for node_rank, host in enumerate(spec.hosts)
+    ]
+
+
+# ---------------------------------------------------------------- mpiexec (Intel MPI hydra)
+# -n, -ppn, -f, -iface, -prepend-rank and -genv NAME VALUE are the command line of
+# roles/launcher/templates/launch.sh.j2, run end to end on a 3-node cluster. Some
+# Intel MPI versions ignore host:N in -f files, hence -ppn plus I_MPI_PERHOST.
+
+
+def _mpiexec(spec: LaunchSpec) -> list[list[str]]:
+    per_host = _slots_per_host(spec, "-ppn")
+    env = {**_rank_env(spec), "I_MPI_PERHOST": str(per_host)}
+    flags = _words(
+        ("-n", str(world_size(spec.hosts))),
+        ("-ppn", str(per_host)),
+        ("-f", spec.hostfile_path),
+        ("-iface", spec.iface),
+        ("-prepend-rank",),
+        *(("-genv", name, value) for name, value in env.items()),
+    )
+    return [["mpiexec.hydra"] + flags + spec.command]
+
+
+# ---------------------------------------------------------------- mpirun (Open MPI 4.x)
+# -np, --hostfile, --map-by ppr:N:node and -x NAME=VALUE: mpirun(1) of Open MPI 4.x
+# (https://manpages.ubuntu.com/manpages/focal/man1/orterun.1.html).
+# btl_tcp_if_include / oob_tcp_if_include: https://www.open-mpi.org/faq/?category=tcp.
+# plm_rsh_agent: https://open-mpi.org/faq/?category=rsh. plm_rsh_args "-p PORT": the
+# form DeepSpeed's OpenMPIRunner (deepspeed/launcher/multinode_runner.py) and Horovod
+# pass. Open MPI 5 runs PRRTE, whose launcher parameters are plm_ssh_*
+# (open-mpi/ompi#12090); not checked here.
+
+
+def _mpirun(spec: LaunchSpec) -> list[list[str]]:
+    per_host = _slots_per_host(spec, "--map-by ppr:N:node")
+    flags = _words(
+        ("-np", str(world_size(spec.hosts))),
+        ("--hostfile", spec.hostfile_path),
+        ("--map-by", f"ppr:{per_host}:node"),
+        ("--mca", "btl_tcp_if_include", spec.iface),
+        ("--mca", "oob_tcp_if_include", spec.iface),
+        ("--mca", "plm_rsh_agent", "ssh"),
+        ("--mca", "plm_rsh_args", f"-p {spec.ssh_port}"),
+        *(("-x", f"{name}={value}") for name, value in _rank_env(spec).items()),
+    )
+    return [["mpirun"] + flags + spec.command]
+
+
+# ---------------------------------------------------------------- ipexrun (Intel Extension for PyTorch)
+# IPEX >= 2.1: intel_extension_for_pytorch/cpu/launch/launch.py (--no-python; the
+# distributed launcher is chosen when --nnodes > 0) and launcher_distributed.py
+# (--nnodes, --nprocs-per-node, --hostfile, --master-addr, --master-port).
+# IPEX <= 2.0: intel_extension_for_pytorch/cpu/launch.py (--distributed,
+# --nproc_per_node, --nnodes, --hostfile, --master_addr, --master_port, --no_python).
+# Both check that the hostfile's first line is an address of the machine they run
+# on, then start mpiexec.hydra through a shell with the program's words joined by
+# spaces. The rank environment rides on the program as ``env K=V ...`` so it reaches
+# every rank whatever the launcher forwards.
+
+
+def _ipex_release(version: str) -> tuple[int, int]:
+    match = _RELEASE.fullmatch(version.strip())
+    if match is None:
+        raise LaunchError(f"cannot read IPEX version {version!r}; expected e.g. 1.13, 2.0.110 or 2.8.0+cpu")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _ipexrun(spec: LaunchSpec) -> list[list[str]]:
+    first = spec.hosts[0]
+    if first.address != spec.launcher_address:
+        raise LaunchError(
+            f"ipexrun must run on the first host of its hostfile, but that is {first.name!r} ({first.address})"
+            f" and the launcher is {spec.launcher_address}; put the launcher first (hostfile.launcher_first)"
+        )
+    per_host = str(_slots_per_host(spec, "--nprocs-per-node"))
+    nnodes = str(len(spec.hosts))
+    program = _shell_words(spec, _env_words(spec) + spec.command)
+    if _ipex_release(spec.ipex_version) <= (2, 0):
+        launch = ["python3", "-m", "intel_extension_for_pytorch.cpu.launch", "--distributed"]
+        flags = _words(
+            ("--nproc_per_node", per_host),
+            ("--nnodes", nnodes),
+            ("--hostfile", spec.hostfile_path),
+            ("--master_addr", first.address),
+            ("--master_port", str(spec.master_port)),
+            ("--no_python",),
+        )
+    else:
+        launch = ["ipexrun"]
+        flags = _words(
+            ("--nnodes", nnodes),
+            ("--nprocs-per-node", per_host),
+            ("--hostfile", spec.hostfile_path),
+            ("--master-addr", first.address),
+            ("--master-port", str(spec.master_port)),
+            ("--no-python",),
+        )
+    return [launch + flags + program]
+
+
+# ---------------------------------------------------------------- horovodrun
+# horovod/runner/launch.py (parse_args): -np, -H host:N,..., -p (--ssh-port),
+# --gloo / --mpi, --network-interface. The command after the flags is run as is.
+
+
+def _horovodrun(spec: LaunchSpec) -> list[list[str]]:
+    if spec.horovod_controller not in HOROVOD_CONTROLLERS:
+        raise LaunchError(
+            f"unknown horovod controller {spec.horovod_controller!r};"
+            f" expected one of: {', '.join(HOROVOD_CONTROLLERS)}"
+        )
+    flags = _words(
+        ("-np", str(world_size(spec.hosts))),
+        ("-H", horovod_hosts_arg(spec.hosts)),
+        ("-p", str(spec.ssh_port)),
+        (f"--{spec.horovod_controller}",),
+        ("--network-interface", spec.iface),
+    )
+    return [["horovodrun"] + flags + _env_words(spec) + spec.command]
+
+
+# ---------------------------------------------------------------- deepspeed
+# deepspeed/launcher/runner.py (deepspeedai/DeepSpeed, parse_args): --hostfile,
+# --ssh_port (added by deepspeedai/DeepSpeed#4117; older releases reject it),
+# --launcher, --master_addr, --master_port, --num_nodes, --no_python,
+# --no_local_rank. No --num_gpus: on CPU the hostfile's slots give the ranks per
+# host. --no_local_rank keeps DeepSpeed from appending --local_rank=N to the
+# program (deepspeed/launcher/launch.py). The MPI runners in
+# deepspeed/launcher/multinode_runner.py reject --num_nodes ("does not support
+# limiting num nodes/gpus"), so only pdsh gets it. The pdsh runner exports only a
+# few variable prefixes to the nodes, hence ``env K=V ...`` in front of the program,
+# and pdsh hands the command to a remote shell as one string.
+
+
+def _deepspeed(spec: LaunchSpec) -> list[list[str]]:
+    if spec.deepspeed_launcher not in DEEPSPEED_LAUNCHERS:
+        raise LaunchError(
+            f"unknown deepspeed launcher {spec.deepspeed_launcher!r};"
+            f" expected one of: {', '.join(DEEPSPEED_LAUNCHERS)}"
+        )
+    pdsh = spec.deepspeed_launcher == "pdsh"
+    program = _env_words(spec) + spec.command
+    flags = _words(
+        ("--hostfile", spec.hostfile_path),
+        ("--ssh_port", str(spec.ssh_port)),
+        ("--launcher", spec.deepspeed_launcher),
+        ("--master_addr", _master_addr(spec)),
+        ("--master_port", str(spec.master_port)),
+        ("--num_nodes", str(len(spec.hosts))) if pdsh else (),
+        ("--no_python", "--no_local_rank"),
+    )
+    return [["deepspeed"] + flags + (_shell_words(spec, program) if pdsh else program)]
+
+
+_BUILDERS: dict[str, Callable[[LaunchSpec], list[list[str]]]] = {
+    "torchrun": _torchrun,
+    "mpiexec": _mpiexec,
+    "mpirun": _mpirun,
+    "ipexrun": _ipexrun,
+    "horovodrun": _horovodrun,
+    "deepspeed": _deepspeed,
+}
+LAUNCHERS = tuple(_BUILDERS)

@@ -1,0 +1,428 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Golden command lines for every launcher on one 3-host example, plus the errors and the topology defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry
+from ansible_collections.multinode.training.plugins.module_utils.launch import (
+    HOSTFILE_DIALECT,
+    LAUNCHERS,
+    LaunchError,
+    LaunchSpec,
+    build,
+    defaults_from_topology,
+    network_env,
+)
+
+HOSTS = [
+    HostEntry(name="node1", address="10.0.0.1", slots=2),
+    HostEntry(name="node2", address="10.0.0.2", slots=2),
+    HostEntry(name="node3", address="10.0.0.3", slots=2),
+]
+COMMAND = ["bash", "/job/rank.sh", "python3", "train.py", "--epochs", "15"]
+SPEC = LaunchSpec(
+    launcher="torchrun",
+    hosts=HOSTS,
+    launcher_address="10.0.0.1",
+    iface="eth1",
+    hostfile_path="/job/hostfile",
+    ssh_port=2222,
+    job_id="job-1",
+    command=COMMAND,
+    omp_num_threads=8,
+    env={"KMP_BLOCKTIME": "1"},
+)
+ENV = [
+    ("OMP_NUM_THREADS", "8"),
+    ("I_MPI_HYDRA_IFACE", "eth1"),
+    ("FI_TCP_IFACE", "eth1"),
+    ("FI_SOCKETS_IFACE", "eth1"),
+    ("CCL_KVS_IFACE", "eth1"),
+    ("GLOO_SOCKET_IFNAME", "eth1"),
+    ("NCCL_SOCKET_IFNAME", "eth1"),
+    ("MASTER_ADDR", "10.0.0.1"),
+    ("MASTER_PORT", "29500"),
+    ("KMP_BLOCKTIME", "1"),
+]
+ENV_WORDS = ["env"] + [f"{name}={value}" for name, value in ENV]
+
+
+def spec(**changes) -> LaunchSpec:
+    return dataclasses.replace(SPEC, **changes)
+
+
+def torchrun_argv(address: str, rdzv: list[str], nnodes: str = "3") -> list[str]:
+    return (
+        ENV_WORDS
+        + ["torchrun", "--nnodes", nnodes, "--nproc-per-node", "2"]
+        + rdzv
+        + ["--local-addr", address, "--max-restarts", "0", "--no-python"]
+        + COMMAND
+    )
+
+
+C10D = ["--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.1:29400", "--rdzv-id", "job-1"]
+
+
+# ---------------------------------------------------------------- network_env
+
+
+def test_network_env_fans_one_interface_out_to_every_layer():
+    assert network_env("ens5", "192.168.1.10", 29500) == {
+        "I_MPI_HYDRA_IFACE": "ens5",
+        "FI_TCP_IFACE": "ens5",
+        "FI_SOCKETS_IFACE": "ens5",
+        "CCL_KVS_IFACE": "ens5",
+        "GLOO_SOCKET_IFNAME": "ens5",
+        "NCCL_SOCKET_IFNAME": "ens5",
+        "MASTER_ADDR": "192.168.1.10",
+        "MASTER_PORT": "29500",
+    }
+
+
+# ---------------------------------------------------------------- torchrun
+
+
+def test_torchrun_c10d_one_argv_per_node():
+    assert build(SPEC) == [
+        torchrun_argv("10.0.0.1", C10D),
+        torchrun_argv("10.0.0.2", C10D),
+        torchrun_argv("10.0.0.3", C10D),
+    ]
+
+
+def test_torchrun_golden_command_line_spelled_out():
+    assert build(SPEC)[1] == shlex.split(
+        "env OMP_NUM_THREADS=8 I_MPI_HYDRA_IFACE=eth1 FI_TCP_IFACE=eth1 FI_SOCKETS_IFACE=eth1 CCL_KVS_IFACE=eth1"
+        " GLOO_SOCKET_IFNAME=eth1 NCCL_SOCKET_IFNAME=eth1 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 KMP_BLOCKTIME=1"
+        " torchrun --nnodes 3 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job-1"
+        " --local-addr 10.0.0.2 --max-restarts 0 --no-python bash /job/rank.sh python3 train.py --epochs 15"
+    )
+
+
+def test_torchrun_static_rendezvous_numbers_the_nodes():
+    static = ["--rdzv-backend", "static", "--master-addr", "10.0.0.1", "--master-port", "29500", "--node-rank"]
+    assert build(spec(rdzv="static")) == [
+        torchrun_argv("10.0.0.1", static + ["0"]),
+        torchrun_argv("10.0.0.2", static + ["1"]),
+        torchrun_argv("10.0.0.3", static + ["2"]),
+    ]
+
+
+def test_torchrun_elastic_min_max():
+    assert build(spec(elastic_min=2, elastic_max=4)) == [
+        torchrun_argv("10.0.0.1", C10D, nnodes="2:4"),
+        torchrun_argv("10.0.0.2", C10D, nnodes="2:4"),
+        torchrun_argv("10.0.0.3", C10D, nnodes="2:4"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "changes, nnodes",
+    [({"elastic_min": 2}, "2:3"), ({"elastic_max": 5}, "1:5")],
+)
+def test_torchrun_elastic_defaults_the_missing_bound(changes, nnodes):
+    argv = build(spec(**changes))[0]
+    assert argv[argv.index("--nnodes") + 1] == nnodes
+
+
+def test_torchrun_passes_max_restarts_and_per_node_slots():
+    hosts = [HOSTS[0], dataclasses.replace(HOSTS[1], slots=4)]
+    argvs = build(spec(hosts=hosts, max_restarts=3))
+    assert [argv[argv.index("--nproc-per-node") + 1] for argv in argvs] == ["2", "4"]
+    assert [argv[argv.index("--max-restarts") + 1] for argv in argvs] == ["3", "3"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"rdzv": "static"},
+        {"elastic_min": 1, "elastic_max": 3},
+        {"env": {}},
+        {"omp_num_threads": 1},
+        {"hosts": [dataclasses.replace(host, slots=1) for host in HOSTS]},
+    ],
+)
+def test_torchrun_always_sets_omp_num_threads_before_torchrun(changes):
+    for argv in build(spec(**changes)):
+        assert argv[0] == "env"
+        settings = argv[1 : argv.index("torchrun")]
+        assert [word for word in settings if word.startswith("OMP_NUM_THREADS=")]
+        assert all("=" in word for word in settings)
+
+
+# ---------------------------------------------------------------- mpiexec / mpirun
+
+
+def test_mpiexec_intel_mpi_hydra():
+    genv = [word for name, value in ENV for word in ("-genv", name, value)]
+    assert build(spec(launcher="mpiexec")) == [
+        ["mpiexec.hydra", "-n", "6", "-ppn", "2", "-f", "/job/hostfile", "-iface", "eth1", "-prepend-rank"]
+        + genv
+        + ["-genv", "I_MPI_PERHOST", "2"]
+        + COMMAND
+    ]
+
+
+def test_mpirun_open_mpi():
+    exports = [word for name, value in ENV for word in ("-x", f"{name}={value}")]
+    assert build(spec(launcher="mpirun")) == [
+        shlex.split(
+            "mpirun -np 6 --hostfile /job/hostfile --map-by ppr:2:node"
+            " --mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1"
+            " --mca plm_rsh_agent ssh --mca plm_rsh_args '-p 2222'"
+        )
+        + exports
+        + COMMAND
+    ]
+
+
+# ---------------------------------------------------------------- ipexrun
+
+
+@pytest.mark.parametrize("version", ["2.8", "2.1", "2.1.100", "2.8.0+cpu"])
+def test_ipexrun_2_1_and_later(version):
+    assert build(spec(launcher="ipexrun", ipex_version=version)) == [
+        shlex.split(
+            "ipexrun --nnodes 3 --nprocs-per-node 2 --hostfile /job/hostfile"
+            " --master-addr 10.0.0.1 --master-port 29500 --no-python"
+        )
+        + ENV_WORDS
+        + COMMAND
+    ]
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.0.110", "2.0.100+cpu", "1.13", "1.13.100"])
+def test_ipex_launch_module_up_to_2_0(version):
+    assert build(spec(launcher="ipexrun", ipex_version=version)) == [
+        shlex.split(
+            "python3 -m intel_extension_for_pytorch.cpu.launch --distributed --nproc_per_node 2 --nnodes 3"
+            " --hostfile /job/hostfile --master_addr 10.0.0.1 --master_port 29500 --no_python"
+        )
+        + ENV_WORDS
+        + COMMAND
+    ]
+
+
+@pytest.mark.parametrize("version", ["two", "2", "", "2.x"])
+def test_ipexrun_unreadable_version(version):
+    with pytest.raises(LaunchError, match="cannot read IPEX version"):
+        build(spec(launcher="ipexrun", ipex_version=version))
+
+
+# ---------------------------------------------------------------- horovodrun
+
+
+@pytest.mark.parametrize("controller", ["gloo", "mpi"])
+def test_horovodrun(controller):
+    assert build(spec(launcher="horovodrun", horovod_controller=controller)) == [
+        shlex.split(
+            f"horovodrun -np 6 -H 10.0.0.1:2,10.0.0.2:2,10.0.0.3:2 -p 2222 --{controller} --network-interface eth1"
+        )
+        + ENV_WORDS
+        + COMMAND
+    ]
+
+
+# ---------------------------------------------------------------- deepspeed
+
+
+def test_deepspeed_pdsh():
+    assert build(spec(launcher="deepspeed")) == [
+        shlex.split(
+            "deepspeed --hostfile /job/hostfile --ssh_port 2222 --launcher pdsh"
+            " --master_addr 10.0.0.1 --master_port 29500 --num_nodes 3 --no_python --no_local_rank"
+        )
+        + ENV_WORDS
+        + COMMAND
+    ]
+
+
+def test_deepspeed_mpi_runners_get_no_num_nodes():
+    assert build(spec(launcher="deepspeed", deepspeed_launcher="openmpi")) == [
+        shlex.split(
+            "deepspeed --hostfile /job/hostfile --ssh_port 2222 --launcher openmpi"
+            " --master_addr 10.0.0.1 --master_port 29500 --no_python --no_local_rank"
+        )
+        + ENV_WORDS
+        + COMMAND
+    ]
+
+
+# ---------------------------------------------------------------- shared behaviour
+
+
+def test_master_addr_is_the_first_host_not_the_launcher():
+    hosts = [HOSTS[1], HOSTS[0], HOSTS[2]]
+    (argv,) = build(spec(launcher="mpiexec", hosts=hosts))
+    assert argv[argv.index("MASTER_ADDR") + 1] == "10.0.0.2"
+
+
+def test_extra_env_overrides_the_computed_values():
+    (argv,) = build(spec(launcher="mpirun", env={"GLOO_SOCKET_IFNAME": "lo", "FOO": "a b"}))
+    assert "GLOO_SOCKET_IFNAME=lo" in argv
+    assert "GLOO_SOCKET_IFNAME=eth1" not in argv
+    assert argv[-len(COMMAND) - 2 :] == ["-x", "FOO=a b"] + COMMAND
+
+
+def test_launchers_and_hostfile_dialects():
+    assert LAUNCHERS == ("torchrun", "mpiexec", "mpirun", "ipexrun", "horovodrun", "deepspeed")
+    assert HOSTFILE_DIALECT == {
+        "mpiexec": "intelmpi",
+        "mpirun": "openmpi",
+        "ipexrun": "ipexrun",
+        "deepspeed": "deepspeed",
+    }
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_unknown_launcher():
+    with pytest.raises(LaunchError, match=r"unknown launcher 'srun'; expected one of: torchrun, mpiexec, mpirun"):
+        build(spec(launcher="srun"))
+
+
+def test_ipexrun_needs_the_launcher_first():
+    hosts = [HOSTS[1], HOSTS[0], HOSTS[2]]
+    with pytest.raises(LaunchError, match=r"first host of its hostfile, but that is 'node2' \(10\.0\.0\.2\)"):
+        build(spec(launcher="ipexrun", hosts=hosts))
+
+
+@pytest.mark.parametrize(
+    "launcher, flag",
+    [("mpiexec", "-ppn"), ("mpirun", "--map-by ppr:N:node"), ("ipexrun", "--nprocs-per-node")],
+)
+def test_one_rank_count_for_every_host(launcher, flag):
+    hosts = [HOSTS[0], dataclasses.replace(HOSTS[1], slots=4), HOSTS[2]]
+    with pytest.raises(LaunchError) as error:
+        build(spec(launcher=launcher, hosts=hosts))
+    assert str(error.value).startswith(f"{launcher} passes one {flag} to every host: ")
+    assert "slots=2: node1, node3; slots=4: node2" in str(error.value)
+
+
+def test_elastic_min_above_max():
+    with pytest.raises(LaunchError, match=r"elastic_min \(4\) must be >= 1 and <= elastic_max \(2\)"):
+        build(spec(elastic_min=4, elastic_max=2))
+
+
+@pytest.mark.parametrize("changes", [{"elastic_min": 4, "elastic_max": 5}, {"elastic_max": 2}])
+def test_elastic_range_must_admit_the_hosts_launched(changes):
+    with pytest.raises(LaunchError, match=r"does not admit the 3 hosts launched \(node1, node2, node3\)"):
+        build(spec(**changes))
+
+
+def test_elastic_needs_c10d():
+    with pytest.raises(LaunchError, match="needs the c10d rendezvous"):
+        build(spec(rdzv="static", elastic_min=1, elastic_max=3))
+
+
+def test_unknown_rendezvous():
+    with pytest.raises(LaunchError, match=r"unknown rendezvous 'etcd'"):
+        build(spec(rdzv="etcd"))
+
+
+def test_c10d_endpoint_must_be_a_launched_host():
+    message = r"10\.0\.0\.9 is not the address of any launched host \(node1, node2, node3\)"
+    with pytest.raises(LaunchError, match=message):
+        build(spec(launcher_address="10.0.0.9"))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_empty_host_list(launcher):
+    with pytest.raises(LaunchError, match="the host list is empty"):
+        build(spec(launcher=launcher, hosts=[]))
+
+
+def test_omp_num_threads_must_be_positive():
+    with pytest.raises(LaunchError, match="omp_num_threads must be >= 1, got 0"):
+        build(spec(omp_num_threads=0))
+
+
+def test_invalid_environment_name():
+    with pytest.raises(LaunchError, match=r"invalid environment variable name 'A=B'"):
+        build(spec(env={"A=B": "1"}))
+
+
+def test_unknown_horovod_controller():
+    with pytest.raises(LaunchError, match=r"unknown horovod controller 'jsrun'"):
+        build(spec(launcher="horovodrun", horovod_controller="jsrun"))
+
+
+def test_unknown_deepspeed_launcher():
+    with pytest.raises(LaunchError, match=r"unknown deepspeed launcher 'slurm'"):
+        build(spec(launcher="deepspeed", deepspeed_launcher="slurm"))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"launcher": "ipexrun"}, {"launcher": "ipexrun", "ipex_version": "2.0"}, {"launcher": "deepspeed"}],
+)
+def test_shell_joining_launchers_refuse_words_a_shell_would_change(changes):
+    with pytest.raises(LaunchError, match=r"through a shell, which would split or expand: 'a b', '\$HOME'"):
+        build(spec(command=["bash", "run.sh", "a b", "$HOME"], **changes))
+
+
+def test_deepspeed_mpi_runner_passes_words_as_argv():
+    (argv,) = build(spec(launcher="deepspeed", deepspeed_launcher="impi", command=["echo", "a b"]))
+    assert argv[-2:] == ["echo", "a b"]
+
+
+# ---------------------------------------------------------------- topology defaults
+
+INTEL_ENV = {"KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCKTIME": "1"}
+
+
+def test_topology_two_sockets_two_numa_nodes_gloo():
+    assert defaults_from_topology(2, 2, 16, "gloo") == {
+        "slots": 2,
+        "omp_num_threads": 16,
+        "env": {**INTEL_ENV, "I_MPI_PIN_DOMAIN": "numa"},
+    }
+
+
+def test_topology_two_sockets_two_numa_nodes_ccl_reserves_a_worker_core():
+    assert defaults_from_topology(2, 2, 16, "ccl") == {
+        "slots": 2,
+        "omp_num_threads": 15,
+        "env": {
+            **INTEL_ENV,
+            "I_MPI_PIN_DOMAIN": "numa",
+            "CCL_WORKER_COUNT": "1",
+            "CCL_WORKER_AFFINITY": "auto",
+        },
+    }
+
+
+@pytest.mark.parametrize("numa_nodes", [None, 0])
+def test_topology_unknown_numa_means_one_rank_per_socket(numa_nodes):
+    assert defaults_from_topology(2, numa_nodes, 16, "gloo") == {
+        "slots": 2,
+        "omp_num_threads": 16,
+        "env": {**INTEL_ENV, "I_MPI_PIN_DOMAIN": "socket"},
+    }
+
+
+def test_topology_sub_numa_clustering_splits_each_socket():
+    result = defaults_from_topology(2, 4, 16, "ccl")
+    assert (result["slots"], result["omp_num_threads"]) == (4, 7)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((1, 1, 1, "ccl"), "1 physical cores over 1 ranks leave no core for OpenMP after 1 oneCCL worker"),
+        ((0, 1, 16, "gloo"), "invalid topology: sockets=0"),
+        ((1, -1, 16, "gloo"), "invalid topology: sockets=1, numa_nodes=-1"),
+        ((1, 1, 0, "gloo"), "physical_cores_per_socket=0"),
+    ],
+)
+def test_topology_errors(args, message):
+    with pytest.raises(LaunchError, match=message):
+        defaults_from_topology(*args)
