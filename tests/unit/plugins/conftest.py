@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 import yaml
+from ansible.module_utils.testing import patch_module_args
 
 NODE_FACTS_FIXTURES = Path(__file__).parent / "module_utils" / "fixtures" / "node_facts"
 
@@ -31,3 +33,20 @@ def node_facts_root(tmp_path: Path) -> Callable[[str], Path]:
         return root
 
     return materialize
+
+
+@pytest.fixture
+def run_module(capsys: pytest.CaptureFixture[str]) -> Callable[..., dict[str, Any]]:
+    """Return a function that runs a module's ``main`` in-process with the given arguments.
+
+    It returns the module's JSON result and checks the exit code matches ``failed``.
+    """
+
+    def run(main: Callable[[], None], **args: Any) -> dict[str, Any]:
+        with patch_module_args(args), pytest.raises(SystemExit) as exc:
+            main()
+        result = json.loads(capsys.readouterr().out)
+        assert exc.value.code == (1 if result.get("failed") else 0)
+        return result
+
+    return run

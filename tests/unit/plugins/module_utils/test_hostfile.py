@@ -67,6 +67,8 @@ def test_render_uniform(dialect, expected):
     [
         ("mpich", "10.0.0.1:4\n10.0.0.2:2\n"),
         ("openmpi", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
+        ("deepspeed", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
+        ("horovod", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
     ],
 )
 def test_render_mixed_slots(dialect, expected):
@@ -183,17 +185,6 @@ ADDRESS_DIALECTS = ("intelmpi", "ipexrun")  # one address per line, one slot cou
 def hosts_named_by_address(slots):
     """Hosts as parse_hostfile returns them: the name is the address."""
     return [HostEntry(f"10.0.0.{index}", f"10.0.0.{index}", count) for index, count in enumerate(slots, start=1)]
-
-
-@pytest.mark.parametrize(
-    ("dialect", "expected"),
-    [
-        ("deepspeed", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
-        ("horovod", "10.0.0.1 slots=4\n10.0.0.2 slots=2\n"),
-    ],
-)
-def test_render_new_dialects_mixed_slots(dialect, expected):
-    assert render_hostfile(normalize_hosts(MIXED), dialect) == expected
 
 
 def test_render_ipexrun_writes_addresses_in_order():

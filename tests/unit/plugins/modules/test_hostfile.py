@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -10,40 +9,16 @@ import pytest
 
 from ansible_collections.multinode.training.plugins.modules import hostfile
 
-try:  # ansible-core >= 2.19
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # older ansible-core: patch the raw argument bytes directly
-    import contextlib
-    from unittest import mock
-
-    from ansible.module_utils import basic
-    from ansible.module_utils.common.text.converters import to_bytes
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        with mock.patch.object(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}))):
-            yield
-
-
 HOSTS = [
     {"name": "node1", "address": "10.0.0.1", "slots": 4},
     {"name": "node2", "address": "10.0.0.2", "slots": 4},
 ]
 
 
-def run_module(capsys, **args):
-    """Run the module in-process and return its JSON result."""
-    with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        hostfile.main()
-    result = json.loads(capsys.readouterr().out)
-    assert exc.value.code == (1 if result.get("failed") else 0)
-    return result
-
-
-def test_writes_then_is_idempotent(tmp_path, capsys):
+def test_writes_then_is_idempotent(tmp_path, run_module):
     path = tmp_path / "hostfile"
 
-    first = run_module(capsys, path=str(path), hosts=HOSTS, dialect="openmpi")
+    first = run_module(hostfile.main, path=str(path), hosts=HOSTS, dialect="openmpi")
     assert first["changed"] is True
     assert path.read_text() == "10.0.0.1 slots=4\n10.0.0.2 slots=4\n"
     assert first["content"] == path.read_text()
@@ -53,15 +28,15 @@ def test_writes_then_is_idempotent(tmp_path, capsys):
     assert first["hosts"] == HOSTS
     assert "diff" not in first
 
-    second = run_module(capsys, path=str(path), hosts=HOSTS, dialect="openmpi")
+    second = run_module(hostfile.main, path=str(path), hosts=HOSTS, dialect="openmpi")
     assert second["changed"] is False
     assert path.read_text() == "10.0.0.1 slots=4\n10.0.0.2 slots=4\n"
     assert sorted(os.listdir(tmp_path)) == ["hostfile"]  # no temporary file left behind
 
 
-def test_defaults_to_intelmpi(tmp_path, capsys):
+def test_defaults_to_intelmpi(tmp_path, run_module):
     path = tmp_path / "hostfile"
-    result = run_module(capsys, path=str(path), hosts=[{"name": "node1"}, {"name": "node2"}])
+    result = run_module(hostfile.main, path=str(path), hosts=[{"name": "node1"}, {"name": "node2"}])
     assert result["changed"] is True
     assert result["dialect"] == "intelmpi"
     assert result["world_size"] == 2
@@ -72,42 +47,42 @@ def test_defaults_to_intelmpi(tmp_path, capsys):
     assert path.read_text() == "node1\nnode2\n"
 
 
-def test_rewrites_changed_content(tmp_path, capsys):
+def test_rewrites_changed_content(tmp_path, run_module):
     path = tmp_path / "hostfile"
     path.write_text("stale\n")
-    result = run_module(capsys, path=str(path), hosts=HOSTS, dialect="mpich")
+    result = run_module(hostfile.main, path=str(path), hosts=HOSTS, dialect="mpich")
     assert result["changed"] is True
     assert path.read_text() == "10.0.0.1:4\n10.0.0.2:4\n"
 
 
-def test_mode(tmp_path, capsys):
+def test_mode(tmp_path, run_module):
     path = tmp_path / "hostfile"
-    assert run_module(capsys, path=str(path), hosts=HOSTS, mode="0600")["changed"] is True
+    assert run_module(hostfile.main, path=str(path), hosts=HOSTS, mode="0600")["changed"] is True
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert run_module(capsys, path=str(path), hosts=HOSTS, mode="0600")["changed"] is False
-    assert run_module(capsys, path=str(path), hosts=HOSTS, mode="0640")["changed"] is True
+    assert run_module(hostfile.main, path=str(path), hosts=HOSTS, mode="0600")["changed"] is False
+    assert run_module(hostfile.main, path=str(path), hosts=HOSTS, mode="0640")["changed"] is True
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
-def test_check_mode_does_not_create(tmp_path, capsys):
+def test_check_mode_does_not_create(tmp_path, run_module):
     path = tmp_path / "hostfile"
-    result = run_module(capsys, path=str(path), hosts=HOSTS, mode="0600", _ansible_check_mode=True)
+    result = run_module(hostfile.main, path=str(path), hosts=HOSTS, mode="0600", _ansible_check_mode=True)
     assert result["changed"] is True
     assert result["content"] == "10.0.0.1\n10.0.0.2\n"
     assert not path.exists()
 
 
-def test_check_mode_does_not_modify(tmp_path, capsys):
+def test_check_mode_does_not_modify(tmp_path, run_module):
     path = tmp_path / "hostfile"
     path.write_text("stale\n")
-    result = run_module(capsys, path=str(path), hosts=HOSTS, _ansible_check_mode=True)
+    result = run_module(hostfile.main, path=str(path), hosts=HOSTS, _ansible_check_mode=True)
     assert result["changed"] is True
     assert path.read_text() == "stale\n"
 
 
-def test_diff(tmp_path, capsys):
+def test_diff(tmp_path, run_module):
     path = tmp_path / "hostfile"
-    created = run_module(capsys, path=str(path), hosts=HOSTS, dialect="mpich", _ansible_diff=True)
+    created = run_module(hostfile.main, path=str(path), hosts=HOSTS, dialect="mpich", _ansible_diff=True)
     assert created["diff"] == {
         "before": "",
         "after": "10.0.0.1:4\n10.0.0.2:4\n",
@@ -115,7 +90,7 @@ def test_diff(tmp_path, capsys):
         "after_header": str(path),
     }
 
-    updated = run_module(capsys, path=str(path), hosts=HOSTS[:1], dialect="mpich", _ansible_diff=True)
+    updated = run_module(hostfile.main, path=str(path), hosts=HOSTS[:1], dialect="mpich", _ansible_diff=True)
     assert updated["changed"] is True
     assert updated["diff"]["before"] == "10.0.0.1:4\n10.0.0.2:4\n"
     assert updated["diff"]["after"] == "10.0.0.1:4\n"
@@ -130,21 +105,21 @@ def test_diff(tmp_path, capsys):
         ({"hosts": [{"name": "node1", "slots": 4}, {"name": "node2", "slots": 2}]}, "node2"),
     ],
 )
-def test_invalid_hosts_fail(tmp_path, capsys, args, named):
+def test_invalid_hosts_fail(tmp_path, run_module, args, named):
     path = tmp_path / "hostfile"
-    result = run_module(capsys, path=str(path), **args)
+    result = run_module(hostfile.main, path=str(path), **args)
     assert result["failed"] is True
     assert named in result["msg"]
     assert not path.exists()
 
 
-def test_empty_host_list_fails(tmp_path, capsys):
-    result = run_module(capsys, path=str(tmp_path / "hostfile"), hosts=[])
+def test_empty_host_list_fails(tmp_path, run_module):
+    result = run_module(hostfile.main, path=str(tmp_path / "hostfile"), hosts=[])
     assert result["failed"] is True
     assert "empty" in result["msg"]
 
 
-def test_missing_directory_fails(tmp_path, capsys):
-    result = run_module(capsys, path=str(tmp_path / "missing" / "hostfile"), hosts=HOSTS)
+def test_missing_directory_fails(tmp_path, run_module):
+    result = run_module(hostfile.main, path=str(tmp_path / "missing" / "hostfile"), hosts=HOSTS)
     assert result["failed"] is True
     assert "missing" in result["msg"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from unittest import mock
 
 import pytest
@@ -10,29 +9,7 @@ from ansible.module_utils import basic
 
 from ansible_collections.multinode.training.plugins.modules import node_facts
 
-try:  # ansible-core >= 2.19
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # older ansible-core: patch the raw argument bytes directly
-    import contextlib
-
-    from ansible.module_utils.common.text.converters import to_bytes
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        with mock.patch.object(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}))):
-            yield
-
-
 IP = "/usr/sbin/ip"
-
-
-def run_module(capsys, **args):
-    """Run the module in-process and return its JSON result."""
-    with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        node_facts.main()
-    result = json.loads(capsys.readouterr().out)
-    assert exc.value.code == (1 if result.get("failed") else 0)
-    return result
 
 
 @pytest.fixture
@@ -44,8 +21,8 @@ def ip_route(monkeypatch):
     return run_command
 
 
-def test_flex170_node(capsys, ip_route, node_facts_root):
-    result = run_module(capsys, sysfs_root=str(node_facts_root("flex170")), peer="10.0.0.1")
+def test_flex170_node(run_module, ip_route, node_facts_root):
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("flex170")), peer="10.0.0.1")
     assert result["changed"] is False
     node = result["ansible_facts"]["multinode_node"]
     assert node["cpu"]["sockets"] == 2
@@ -71,8 +48,8 @@ def test_flex170_node(capsys, ip_route, node_facts_root):
     ip_route.assert_called_once_with([IP, "-o", "route", "get", "10.0.0.1"])
 
 
-def test_xeon_2s_node_without_peer(capsys, ip_route, node_facts_root):
-    result = run_module(capsys, sysfs_root=str(node_facts_root("xeon_2s")))
+def test_xeon_2s_node_without_peer(run_module, ip_route, node_facts_root):
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("xeon_2s")))
     node = result["ansible_facts"]["multinode_node"]
     assert node["cpu"]["model_name"] == "Intel(R) Xeon(R) Gold 6244 CPU @ 3.60GHz"
     assert (node["cpu"]["sockets"], node["cpu"]["numa_nodes"], node["cpu"]["cores_per_socket"]) == (2, 2, 8)
@@ -84,8 +61,8 @@ def test_xeon_2s_node_without_peer(capsys, ip_route, node_facts_root):
     ip_route.assert_not_called()
 
 
-def test_single_socket_node(capsys, node_facts_root):
-    node = run_module(capsys, sysfs_root=str(node_facts_root("single_socket")))["ansible_facts"]["multinode_node"]
+def test_single_socket_node(run_module, node_facts_root):
+    node = run_module(node_facts.main, sysfs_root=str(node_facts_root("single_socket")))["ansible_facts"]["multinode_node"]
     assert node["cpu"]["numa_node_cpus"] == {"0": list(range(8))}
     assert (node["cpu"]["sockets"], node["cpu"]["cores_per_socket"], node["cpu"]["threads_per_core"]) == (1, 8, 1)
     assert node["gpus"] == [{"pci_address": "0000:00:02.0", "device_id": "0x3e98", "family": "integrated"}]
@@ -93,8 +70,8 @@ def test_single_socket_node(capsys, node_facts_root):
     assert node["gids"] == {"render": 106, "video": 44}
 
 
-def test_no_gpu_node_in_check_mode(capsys, node_facts_root):
-    result = run_module(capsys, sysfs_root=str(node_facts_root("no_gpu")), _ansible_check_mode=True)
+def test_no_gpu_node_in_check_mode(run_module, node_facts_root):
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), _ansible_check_mode=True)
     assert result["changed"] is False
     node = result["ansible_facts"]["multinode_node"]
     assert (node["cpu"]["sockets"], node["cpu"]["logical_cpus"]) == (1, 4)
@@ -103,9 +80,9 @@ def test_no_gpu_node_in_check_mode(capsys, node_facts_root):
     assert node["gids"] == {"render": 997, "video": 39}
 
 
-def test_local_peer(capsys, ip_route, node_facts_root):
+def test_local_peer(run_module, ip_route, node_facts_root):
     ip_route.return_value = (0, "local 10.0.0.2 dev lo table local src 10.0.0.2 uid 0 \\    cache <local> \n", "")
-    result = run_module(capsys, sysfs_root=str(node_facts_root("no_gpu")), peer="10.0.0.2")
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), peer="10.0.0.2")
     assert result["ansible_facts"]["multinode_node"]["route"] == {
         "peer": "10.0.0.2",
         "interface": "lo",
@@ -115,17 +92,17 @@ def test_local_peer(capsys, ip_route, node_facts_root):
     }
 
 
-def test_unreachable_peer_fails(capsys, ip_route, node_facts_root):
+def test_unreachable_peer_fails(run_module, ip_route, node_facts_root):
     ip_route.return_value = (2, "", "RTNETLINK answers: Network is unreachable\n")
-    result = run_module(capsys, sysfs_root=str(node_facts_root("no_gpu")), peer="192.0.2.1")
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), peer="192.0.2.1")
     assert result["failed"] is True
     assert result["rc"] == 2
     assert "192.0.2.1" in result["msg"]
     assert "Network is unreachable" in result["msg"]
 
 
-def test_missing_cpuinfo_fails(tmp_path, capsys):
-    result = run_module(capsys, sysfs_root=str(tmp_path))
+def test_missing_cpuinfo_fails(tmp_path, run_module):
+    result = run_module(node_facts.main, sysfs_root=str(tmp_path))
     assert result["failed"] is True
     assert "cpuinfo" in result["msg"]
     assert str(tmp_path) in result["msg"]
