@@ -153,12 +153,10 @@ hosts:
 """
 
 import dataclasses
-import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
+from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
     DIALECTS,
     HostfileError,
@@ -167,28 +165,6 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
     render_hostfile,
     world_size,
 )
-
-
-def read_current(module: AnsibleModule, path: str) -> bytes | None:
-    """Content of the existing file, or None if there is none."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        module.fail_json(msg=f"cannot read {path}: {to_native(exc)}")
-
-
-def write_atomically(module: AnsibleModule, path: str, content: bytes) -> None:
-    try:
-        fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".hostfile.")
-    except OSError as exc:
-        module.fail_json(msg=f"cannot create a temporary file next to {path}: {to_native(exc)}")
-    module.add_cleanup_file(tmp_path)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(content)
-    module.atomic_move(tmp_path, path, unsafe_writes=module.params["unsafe_writes"])
 
 
 def main() -> None:
@@ -218,32 +194,15 @@ def main() -> None:
     except HostfileError as exc:
         module.fail_json(msg=str(exc))
 
-    wanted = to_bytes(content)
-    current = read_current(module, path)
-    changed = current != wanted
-    if changed and not module.check_mode:
-        write_atomically(module, path, wanted)
-    if os.path.exists(path):
-        # In check mode this only reports whether mode/owner/... would change.
-        changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(module.params), changed)
-
-    result = dict(
-        changed=changed,
+    module.exit_json(
         path=path,
         content=content,
         dialect=dialect,
         world_size=world_size(hosts),
         horovod_hosts=horovod_hosts_arg(hosts),
         hosts=[dataclasses.asdict(host) for host in hosts],
+        **ensure_content(module, path, content),
     )
-    if module._diff:
-        result["diff"] = dict(
-            before="" if current is None else to_text(current, errors="surrogate_or_replace"),
-            after=content,
-            before_header=path,
-            after_header=path,
-        )
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

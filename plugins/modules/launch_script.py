@@ -1,0 +1,324 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: launch_script
+short_description: Write the bash script that starts a multi-node training job
+description:
+  - Builds the launcher command lines for O(launcher) from the hosts and settings and writes them, with the job's
+    event logging, as a bash script to run on the launcher node.
+  - The script changes to O(code_dir), appends JSON event lines to C(<job_dir>/logs/launcher.log) (C(launch) at the
+    start, then C(node_exit) per node for C(torchrun) or C(launcher_exit) for every other launcher) and exits with the
+    launcher's exit code, or with the first non-zero exit code of the nodes for C(torchrun).
+  - With O(launcher=torchrun) it starts one C(torchrun) agent per host over SSH, in O(code_dir) on that host, its
+    output in C(<job_dir>/logs/<host name>.log). Every other launcher is run once, on the launcher node, its output
+    in C(<job_dir>/logs/<launcher>.log).
+  - The file is only rewritten, atomically, when its content differs.
+author:
+  - multinode.training maintainers
+extends_documentation_fragment:
+  - ansible.builtin.files
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: full
+options:
+  path:
+    description:
+      - Where to write the script. The parent directory must exist.
+    type: path
+    required: true
+  job_dir:
+    description:
+      - Directory of the job on the launcher node. The script writes its logs to its C(logs) subdirectory,
+        which must exist when the script runs.
+    type: path
+    required: true
+  code_dir:
+    description:
+      - Working directory of the launcher and, for C(torchrun), of the agent on every host.
+    type: path
+    required: true
+  launcher:
+    description:
+      - The program that starts the ranks.
+      - V(torchrun) is started once per host over SSH; V(mpiexec) (Intel MPI hydra), V(mpirun) (Open MPI 4.x),
+        V(ipexrun), V(horovodrun) and V(deepspeed) start every rank themselves.
+    type: str
+    required: true
+    choices: [torchrun, mpiexec, mpirun, ipexrun, horovodrun, deepspeed]
+  hosts:
+    description:
+      - The hosts, in rank order. The first one runs rank 0 and is the C(MASTER_ADDR) of every rank.
+      - Names and addresses must be unique. C(mpiexec), C(mpirun) and C(ipexrun) need the same O(hosts[].slots) on
+        every host; C(ipexrun) needs the launcher node first.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description:
+          - Name of the host, used in error messages and, for C(torchrun), as the name of its log file and of its
+            C(node_exit) events. Letters, digits and the characters C(._:@+-) only.
+        type: str
+        required: true
+      address:
+        description:
+          - Address of the host on the cluster network. Defaults to O(hosts[].name).
+        type: str
+      slots:
+        description:
+          - Number of ranks on this host. Must be at least V(1).
+        type: int
+        default: 1
+  launcher_address:
+    description:
+      - Cluster address of the launcher node. With O(rdzv=c10d) it is the C(torchrun) rendezvous endpoint and must be
+        the address of one of O(hosts).
+    type: str
+    required: true
+  iface:
+    description:
+      - Network interface of the cluster network, passed to the launcher and to every communication layer of the ranks
+        (Intel MPI, libfabric, oneCCL, gloo, NCCL).
+    type: str
+    required: true
+  hostfile_path:
+    description:
+      - Path of the hostfile on the launcher node, written separately (see M(multinode.training.hostfile)) in the
+        dialect of the launcher. Not read by C(torchrun) and C(horovodrun), but still required.
+    type: str
+    required: true
+  ssh_port:
+    description:
+      - Port of the hosts' sshd.
+    type: int
+    required: true
+  job_id:
+    description:
+      - Identifier of the job, the C(torchrun) rendezvous id.
+    type: str
+    required: true
+  command:
+    description:
+      - The program every rank runs, and its arguments.
+      - C(ipexrun) and C(deepspeed) with O(deepspeed_launcher=pdsh) run it through a shell, so they refuse words a
+        shell would split or expand.
+    type: list
+    elements: str
+    required: true
+  env:
+    description:
+      - Extra environment variables for every rank. They override the computed ones (C(OMP_NUM_THREADS), the
+        interface variables, C(MASTER_ADDR), C(MASTER_PORT)). Values are converted to strings.
+    type: dict
+    default: {}
+  omp_num_threads:
+    description:
+      - OpenMP threads per rank, at least V(1). Required because C(torchrun) silently sets V(1) when it is unset.
+    type: int
+    required: true
+  rdzv:
+    description:
+      - The C(torchrun) rendezvous backend. V(c10d) is served by the agent on O(launcher_address); V(static) numbers
+        the nodes in host order.
+    type: str
+    choices: [c10d, static]
+    default: c10d
+  rdzv_port:
+    description:
+      - Port of the C(torchrun) c10d rendezvous.
+    type: int
+    default: 29400
+  master_port:
+    description:
+      - Port of rank 0's rendezvous (C(MASTER_PORT)).
+    type: int
+    default: 29500
+  elastic_min:
+    description:
+      - Minimum number of nodes of an elastic C(torchrun) job (C(--nnodes MIN:MAX)). Defaults to V(1) when only
+        O(elastic_max) is set. Needs O(rdzv=c10d).
+    type: int
+  elastic_max:
+    description:
+      - Maximum number of nodes of an elastic C(torchrun) job. Defaults to the number of hosts when only
+        O(elastic_min) is set.
+    type: int
+  max_restarts:
+    description:
+      - How many times C(torchrun) restarts the workers of a failed node.
+    type: int
+    default: 0
+  ipex_version:
+    description:
+      - Version of Intel Extension for PyTorch on the nodes. Up to 2.0 the launcher is
+        C(python3 -m intel_extension_for_pytorch.cpu.launch), from 2.1 on C(ipexrun).
+    type: str
+    default: "2.8"
+  horovod_controller:
+    description:
+      - The C(horovodrun) controller.
+    type: str
+    choices: [gloo, mpi]
+    default: gloo
+  deepspeed_launcher:
+    description:
+      - The C(deepspeed --launcher) that starts the ranks.
+    type: str
+    choices: [pdsh, openmpi, mpich, impi, mvapich]
+    default: pdsh
+"""
+
+EXAMPLES = r"""
+- name: torchrun on every node, c10d rendezvous on node1
+  multinode.training.launch_script:
+    path: /work/jobs/job-1/launch.sh
+    job_dir: /work/jobs/job-1
+    code_dir: /work/code
+    mode: "0750"
+    launcher: torchrun
+    hosts:
+      - {name: node1, address: 10.10.0.1, slots: 2}
+      - {name: node2, address: 10.10.0.2, slots: 2}
+    launcher_address: 10.10.0.1
+    iface: eth1
+    hostfile_path: /work/jobs/job-1/hostfile
+    ssh_port: 12345
+    job_id: job-1
+    command: [bash, /work/jobs/job-1/rank.sh, python3, train.py, --epochs, "15"]
+    omp_num_threads: 16
+
+- name: Intel MPI, with extra rank environment
+  multinode.training.launch_script:
+    path: /work/jobs/job-2/launch.sh
+    job_dir: /work/jobs/job-2
+    code_dir: /work/code
+    mode: "0750"
+    launcher: mpiexec
+    hosts:
+      - {name: node1, address: 10.10.0.1, slots: 2}
+      - {name: node2, address: 10.10.0.2, slots: 2}
+    launcher_address: 10.10.0.1
+    iface: eth1
+    hostfile_path: /work/jobs/job-2/hostfile
+    ssh_port: 12345
+    job_id: job-2
+    command: [python3, train.py]
+    omp_num_threads: 16
+    env:
+      KMP_BLOCKTIME: "1"
+  register: launch
+
+- name: Show the launcher command line
+  ansible.builtin.debug:
+    msg: "{{ launch.argvs[0] | join(' ') }}"
+"""
+
+RETURN = r"""
+path:
+  description: Path of the script.
+  returned: always
+  type: str
+  sample: /work/jobs/job-1/launch.sh
+content:
+  description: The rendered script.
+  returned: always
+  type: str
+  sample: "#!/bin/bash\n..."
+argvs:
+  description:
+    - The launcher command lines in the script, as argv lists.
+    - One per host, in host order, for C(torchrun) (each run on its host over SSH); one for every other launcher.
+  returned: always
+  type: list
+  elements: list
+  sample: [["mpiexec.hydra", "-n", "4", "-ppn", "2", "-f", "/work/jobs/job-2/hostfile", "python3", "train.py"]]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import normalize_hosts
+from ansible_collections.multinode.training.plugins.module_utils.launch import (
+    DEEPSPEED_LAUNCHERS,
+    HOROVOD_CONTROLLERS,
+    LAUNCHERS,
+    RDZV_BACKENDS,
+    LaunchSpec,
+    build,
+)
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
+
+# LaunchSpec's fields, as module options with the dataclass's defaults.
+SPEC_OPTIONS = dict(
+    launcher=dict(type="str", required=True, choices=list(LAUNCHERS)),
+    hosts=dict(
+        type="list",
+        elements="dict",
+        required=True,
+        options=dict(
+            name=dict(type="str", required=True),
+            address=dict(type="str"),
+            slots=dict(type="int", default=1),
+        ),
+    ),
+    launcher_address=dict(type="str", required=True),
+    iface=dict(type="str", required=True),
+    hostfile_path=dict(type="str", required=True),
+    ssh_port=dict(type="int", required=True),
+    job_id=dict(type="str", required=True),
+    command=dict(type="list", elements="str", required=True),
+    omp_num_threads=dict(type="int", required=True),
+    env=dict(type="dict", default={}),
+    rdzv=dict(type="str", choices=list(RDZV_BACKENDS), default="c10d"),
+    rdzv_port=dict(type="int", default=29400),
+    master_port=dict(type="int", default=29500),
+    elastic_min=dict(type="int"),
+    elastic_max=dict(type="int"),
+    max_restarts=dict(type="int", default=0),
+    ipex_version=dict(type="str", default="2.8"),
+    horovod_controller=dict(type="str", choices=list(HOROVOD_CONTROLLERS), default="gloo"),
+    deepspeed_launcher=dict(type="str", choices=list(DEEPSPEED_LAUNCHERS), default="pdsh"),
+)
+
+
+def launch_spec(params: dict) -> LaunchSpec:
+    """The LaunchSpec the module's parameters describe; HostfileError if a host is invalid."""
+    values = {name: params[name] for name in SPEC_OPTIONS}
+    values["hosts"] = normalize_hosts(params["hosts"])
+    values["env"] = {str(name): str(value) for name, value in params["env"].items()}
+    return LaunchSpec(**values)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            job_dir=dict(type="path", required=True),
+            code_dir=dict(type="path", required=True),
+            **SPEC_OPTIONS,
+        ),
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    try:
+        spec = launch_spec(module.params)
+        argvs = build(spec)
+        content = render_launch_script(spec, job_dir=module.params["job_dir"], code_dir=module.params["code_dir"])
+    except ValueError as exc:  # LaunchError and HostfileError included
+        module.fail_json(msg=str(exc))
+
+    module.exit_json(path=path, content=content, argvs=argvs, **ensure_content(module, path, content))
+
+
+if __name__ == "__main__":
+    main()
