@@ -26,6 +26,18 @@ from typing import Any, Callable
 #            from ``--nprocs-per-node``, so slots must be the same on every host.
 DIALECTS = ("intelmpi", "mpich", "openmpi", "deepspeed", "horovod", "ipexrun")
 
+# The argument spec of a module option that takes a host list (checked by normalize_hosts).
+HOSTS_ARGUMENT_SPEC = dict(
+    type="list",
+    elements="dict",
+    required=True,
+    options=dict(
+        name=dict(type="str", required=True),
+        address=dict(type="str"),
+        slots=dict(type="int", default=1),
+    ),
+)
+
 
 @dataclass(frozen=True)
 class HostEntry:

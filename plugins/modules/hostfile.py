@@ -159,6 +159,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
     DIALECTS,
+    HOSTS_ARGUMENT_SPEC,
     HostfileError,
     horovod_hosts_arg,
     normalize_hosts,
@@ -171,16 +172,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            hosts=dict(
-                type="list",
-                elements="dict",
-                required=True,
-                options=dict(
-                    name=dict(type="str", required=True),
-                    address=dict(type="str"),
-                    slots=dict(type="int", default=1),
-                ),
-            ),
+            hosts=HOSTS_ARGUMENT_SPEC,
             dialect=dict(type="str", choices=list(DIALECTS), default="intelmpi"),
         ),
         add_file_common_args=True,

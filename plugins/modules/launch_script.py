@@ -246,7 +246,7 @@ argvs:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
-from ansible_collections.multinode.training.plugins.module_utils.hostfile import normalize_hosts
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import HOSTS_ARGUMENT_SPEC, normalize_hosts
 from ansible_collections.multinode.training.plugins.module_utils.launch import (
     DEEPSPEED_LAUNCHERS,
     HOROVOD_CONTROLLERS,
@@ -260,16 +260,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch_script i
 # LaunchSpec's fields, as module options with the dataclass's defaults.
 SPEC_OPTIONS = dict(
     launcher=dict(type="str", required=True, choices=list(LAUNCHERS)),
-    hosts=dict(
-        type="list",
-        elements="dict",
-        required=True,
-        options=dict(
-            name=dict(type="str", required=True),
-            address=dict(type="str"),
-            slots=dict(type="int", default=1),
-        ),
-    ),
+    hosts=HOSTS_ARGUMENT_SPEC,
     launcher_address=dict(type="str", required=True),
     iface=dict(type="str", required=True),
     hostfile_path=dict(type="str", required=True),
