@@ -21,8 +21,26 @@ def describe(run_dir: Path) -> str:
         f"  phases:           {phases}",
         f"  provision:        {summary['provision_changed']} changed tasks",
     ]
+    lines += _node_lines(summary.get("settings", {}))
     lines += [f"  failure: {reason}" for reason in summary["failure_reasons"]]
     return "\n".join(lines)
+
+
+def _node_lines(settings: dict) -> list[str]:
+    """One line per node: interface, ranks, OpenMP threads and where they came from (topology or user)."""
+    if "tuning" not in settings:
+        return []
+    lines = [f"  runtime:          {settings.get('runtime', 'container')}, {settings['hostfile_dialect']} hostfile,"
+             f" backend {settings['backend']}"]
+    for node, tuning in settings["tuning"].items():
+        topology = settings["topology"][node]
+        lines.append(
+            f"  {node + ':':<17} {settings['interfaces'][node]}, {tuning['slots']} rank(s) x"
+            f" {tuning['omp_num_threads']} OpenMP threads ({tuning['source']['omp_num_threads']};"
+            f" {topology['sockets']} socket(s), {topology['numa_nodes']} NUMA node(s),"
+            f" {topology['physical_cores']} physical cores)"
+        )
+    return lines
 
 
 def main() -> int:

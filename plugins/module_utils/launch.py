@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
     HostEntry,
@@ -26,6 +26,8 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
 )
 
 RDZV_BACKENDS = ("c10d", "static")
+# Collective backends rank_tuning() knows; only ccl reserves cores (for oneCCL's workers).
+TRAINING_BACKENDS = ("gloo", "ccl", "mpi")
 CCL_WORKER_COUNT = 1  # cores per rank reserved for oneCCL workers by defaults_from_topology()
 HOROVOD_CONTROLLERS = ("gloo", "mpi")
 # The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
@@ -86,9 +88,14 @@ class LaunchSpec:
     deepspeed_launcher: str = "pdsh"
 
 
+def interface_env(iface: str) -> dict[str, str]:
+    """One cluster interface fanned out to the variable of every layer."""
+    return dict.fromkeys(_IFACE_VARIABLES, iface)
+
+
 def network_env(iface: str, master_addr: str, master_port: int) -> dict[str, str]:
     """One cluster interface fanned out to every layer, plus the rank-0 rendezvous address."""
-    env = dict.fromkeys(_IFACE_VARIABLES, iface)
+    env = interface_env(iface)
     env["MASTER_ADDR"] = master_addr
     env["MASTER_PORT"] = str(master_port)
     return env
@@ -153,6 +160,56 @@ def defaults_from_topology(
     if backend == "ccl":
         env.update(CCL_WORKER_COUNT=str(CCL_WORKER_COUNT), CCL_WORKER_AFFINITY="auto")
     return {"slots": ranks, "omp_num_threads": threads, "env": env}
+
+
+def rank_tuning(
+    cpu: Mapping[str, Any],
+    backend: str,
+    nproc_per_node: int | str = "auto",
+    omp_num_threads: int | str = "auto",
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One node's ranks, OpenMP threads and rank environment: topology defaults, then the user's settings.
+
+    ``cpu`` is the ``cpu`` fact of the node_facts module (sockets, numa_nodes,
+    cores_per_socket, physical_cores). ``"auto"`` takes the value from
+    defaults_from_topology(); an explicit ``nproc_per_node`` with automatic
+    threads splits the node's physical cores over that many ranks (at least one
+    thread each). ``env`` is laid over the computed environment. Returns
+    ``{"slots", "omp_num_threads", "env", "source"}``, where ``source`` names,
+    for each of the three, whether it came from the topology or the user.
+    """
+    if backend not in TRAINING_BACKENDS:
+        raise LaunchError(f"unknown backend {backend!r}; expected one of: {', '.join(TRAINING_BACKENDS)}")
+    topology = defaults_from_topology(cpu["sockets"], cpu.get("numa_nodes"), cpu["cores_per_socket"], backend)
+    slots = topology["slots"] if nproc_per_node == "auto" else _at_least_one(nproc_per_node, "nproc_per_node")
+    if omp_num_threads != "auto":
+        threads = _at_least_one(omp_num_threads, "omp_num_threads")
+    elif nproc_per_node == "auto":
+        threads = topology["omp_num_threads"]
+    else:
+        reserved = CCL_WORKER_COUNT if backend == "ccl" else 0
+        threads = max(1, cpu["sockets"] * cpu["cores_per_socket"] // slots - reserved)
+    return {
+        "slots": slots,
+        "omp_num_threads": threads,
+        "env": {**topology["env"], **(env or {})},
+        "source": {
+            "slots": "topology" if nproc_per_node == "auto" else "user",
+            "omp_num_threads": "topology" if omp_num_threads == "auto" else "user",
+            "env": sorted(env or {}),
+        },
+    }
+
+
+def _at_least_one(value: int | str, name: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"{name} must be 'auto' or a whole number >= 1, got {value!r}") from None
+    if number < 1:
+        raise LaunchError(f"{name} must be 'auto' or a whole number >= 1, got {value!r}")
+    return number
 
 
 # ---------------------------------------------------------------- shared pieces

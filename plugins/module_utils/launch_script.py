@@ -35,28 +35,40 @@ def render_launch_script(
     *,
     job_dir: str,
     code_dir: str,
+    env_script: str = "",
 ) -> str:
     """The complete launch script for ``spec``, run from the launcher node.
 
     ``job_dir`` holds the job's ``logs/`` directory, ``code_dir`` is the working
-    directory of the launcher and of every torchrun agent. With torchrun each
-    host's name names its log file and its ``node_exit`` events. Raises
-    LaunchError when ``build(spec)`` does or a host name is unusable there.
+    directory of the launcher and of every torchrun agent. ``env_script``, when
+    given, is sourced first by the script and by every torchrun agent's remote
+    shell (the oneAPI and Python environment of a job that runs on the hosts).
+    With torchrun each host's name names its log file and its ``node_exit``
+    events. Raises LaunchError when ``build(spec)`` does or a host name is
+    unusable there.
     """
     argvs = build(spec)
     if spec.launcher == "torchrun":
-        body = _per_node_body(spec, argvs, code_dir, _node_names(spec))
+        body = _per_node_body(spec, argvs, code_dir, _node_names(spec), env_script)
     else:
         body = _single_launcher_body(spec, argvs[0])
-    return "\n".join(_preamble(spec, job_dir, code_dir) + [""] + body) + "\n"
+    return "\n".join(_preamble(spec, job_dir, code_dir, env_script) + [""] + body) + "\n"
 
 
-def _preamble(spec: LaunchSpec, job_dir: str, code_dir: str) -> list[str]:
+def _source(env_script: str) -> list[str]:
+    """The shell words that load ``env_script``, or none."""
+    return [".", env_script] if env_script else []
+
+
+def _preamble(spec: LaunchSpec, job_dir: str, code_dir: str, env_script: str) -> list[str]:
     launcher_field = ', "launcher": ' + json.dumps(spec.launcher)
+    # Before ``set -u``: environment scripts such as oneAPI's vars.sh read unset variables.
+    source = [shlex.join(_source(env_script)) + " || exit"] if env_script else []
     return [
         "#!/bin/bash",
         "# Written by the multinode.training.launch_script module; local changes are overwritten.",
         _comment(f"Job {spec.job_id}: {spec.launcher} across {len(spec.hosts)} nodes."),
+        *source,
         "set -u",
         f"cd {shlex.quote(code_dir)} || exit",
         f"logs={shlex.quote(posixpath.join(job_dir, 'logs'))}",
@@ -65,13 +77,16 @@ def _preamble(spec: LaunchSpec, job_dir: str, code_dir: str) -> list[str]:
     ]
 
 
-def _per_node_body(spec: LaunchSpec, argvs: list[list[str]], code_dir: str, names: list[str]) -> list[str]:
+def _per_node_body(
+    spec: LaunchSpec, argvs: list[list[str]], code_dir: str, names: list[str], env_script: str
+) -> list[str]:
     lines = [
         "# One torchrun agent per node over SSH; each node's output goes to $logs/<node>.log.",
         "declare -A pids",
     ]
+    source = f"{shlex.join(_source(env_script))} && " if env_script else ""
     for host, name, argv in zip(spec.hosts, names, argvs):
-        remote = f"cd {shlex.quote(code_dir)} && exec {shlex.join(argv)}"
+        remote = f"{source}cd {shlex.quote(code_dir)} && exec {shlex.join(argv)}"
         ssh = shlex.join(["ssh", "-p", str(spec.ssh_port), host.address, remote])
         lines += [f'{ssh} >"$logs/{name}.log" 2>&1 </dev/null &', f"pids[{shlex.quote(name)}]=$!"]
     return lines + [

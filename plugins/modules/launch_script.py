@@ -46,6 +46,14 @@ options:
       - Working directory of the launcher and, for C(torchrun), of the agent on every host.
     type: path
     required: true
+  env_script:
+    description:
+      - Shell script the launch script sources first, and that every C(torchrun) agent's remote shell sources before
+        it starts, for jobs that run on the hosts (the oneAPI and Python environment). Must exist at the same path on
+        every host.
+      - Empty means none (the container image provides the environment).
+    type: path
+    default: ""
   launcher:
     description:
       - The program that starts the ranks.
@@ -295,6 +303,7 @@ def main() -> None:
             path=dict(type="path", required=True),
             job_dir=dict(type="path", required=True),
             code_dir=dict(type="path", required=True),
+            env_script=dict(type="path", default=""),
             **SPEC_OPTIONS,
         ),
         add_file_common_args=True,
@@ -304,7 +313,12 @@ def main() -> None:
     try:
         spec = launch_spec(module.params)
         argvs = build(spec)
-        content = render_launch_script(spec, job_dir=module.params["job_dir"], code_dir=module.params["code_dir"])
+        content = render_launch_script(
+            spec,
+            job_dir=module.params["job_dir"],
+            code_dir=module.params["code_dir"],
+            env_script=module.params["env_script"],
+        )
     except ValueError as exc:  # LaunchError and HostfileError included
         module.fail_json(msg=str(exc))
 

@@ -17,6 +17,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     build,
     defaults_from_topology,
     network_env,
+    rank_tuning,
 )
 
 HOSTS = [
@@ -426,3 +427,50 @@ def test_topology_sub_numa_clustering_splits_each_socket():
 def test_topology_errors(args, message):
     with pytest.raises(LaunchError, match=message):
         defaults_from_topology(*args)
+
+
+# ---------------------------------------------------------------- rank tuning (topology + user settings)
+
+XEON_2S = {"sockets": 2, "numa_nodes": 2, "cores_per_socket": 16, "physical_cores": 32}
+SMALL_VM = {"sockets": 1, "numa_nodes": 1, "cores_per_socket": 2, "physical_cores": 2}
+
+
+def test_rank_tuning_all_auto_is_the_topology_default():
+    assert rank_tuning(XEON_2S, "gloo") == {
+        "slots": 2,
+        "omp_num_threads": 16,
+        "env": {**INTEL_ENV, "I_MPI_PIN_DOMAIN": "numa"},
+        "source": {"slots": "topology", "omp_num_threads": "topology", "env": []},
+    }
+
+
+def test_rank_tuning_explicit_ranks_split_the_physical_cores():
+    tuning = rank_tuning(XEON_2S, "ccl", nproc_per_node=4)
+    assert (tuning["slots"], tuning["omp_num_threads"]) == (4, 7)
+    assert tuning["source"]["slots"] == "user"
+
+
+def test_rank_tuning_oversubscribed_node_keeps_one_thread_per_rank():
+    assert rank_tuning(SMALL_VM, "gloo", nproc_per_node="3")["omp_num_threads"] == 1
+
+
+def test_rank_tuning_user_threads_and_env_win():
+    tuning = rank_tuning(SMALL_VM, "gloo", omp_num_threads=1, env={"KMP_BLOCKTIME": "0", "EXTRA": "x"})
+    assert tuning["omp_num_threads"] == 1
+    assert tuning["env"]["KMP_BLOCKTIME"] == "0" and tuning["env"]["EXTRA"] == "x"
+    assert tuning["env"]["KMP_AFFINITY"] == INTEL_ENV["KMP_AFFINITY"]
+    assert tuning["source"] == {"slots": "topology", "omp_num_threads": "user", "env": ["EXTRA", "KMP_BLOCKTIME"]}
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"nproc_per_node": 0}, "nproc_per_node must be 'auto' or a whole number >= 1, got 0"),
+        ({"omp_num_threads": "many"}, "omp_num_threads must be 'auto' or a whole number >= 1, got 'many'"),
+        ({"backend": "nccl"}, "unknown backend 'nccl'; expected one of: gloo, ccl, mpi"),
+    ],
+)
+def test_rank_tuning_errors(kwargs, message):
+    arguments = {"backend": "gloo", **kwargs}
+    with pytest.raises(LaunchError, match=message):
+        rank_tuning(SMALL_VM, **arguments)

@@ -215,13 +215,15 @@ case " $* " in *" 10.0.0.2 "*) exit 3 ;; esac
 """
 
 
-def run_script(tmp_path: Path, script: str, launcher: str) -> tuple[int, Path]:
+def run_script(tmp_path: Path, script: str, launcher: str, launcher_dir: Path | None = None) -> tuple[int, Path]:
+    """Run ``script`` with a fake ssh and launcher on PATH (the launcher in ``launcher_dir`` when given)."""
     bin_dir, code_dir, logs = tmp_path / "bin", tmp_path / "code", tmp_path / "job" / "logs"
-    for directory in (bin_dir, code_dir, logs):
-        directory.mkdir(parents=True)
-    for name, text in (("ssh", FAKE_SSH), (launcher, FAKE_LAUNCHER)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
+    launcher_dir = launcher_dir or bin_dir
+    for directory in (bin_dir, launcher_dir, code_dir, logs):
+        directory.mkdir(parents=True, exist_ok=True)
+    for path, text in ((bin_dir / "ssh", FAKE_SSH), (launcher_dir / launcher, FAKE_LAUNCHER)):
+        path.write_text(text)
+        path.chmod(0o755)
     path = tmp_path / "launch.sh"
     path.write_text(script)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
@@ -260,3 +262,26 @@ def test_single_launcher_script_reports_its_exit_code(tmp_path):
     assert lines[0] == str(tmp_path / "code")
     assert lines[1:] == [f"<{word}>" for word in build(mpirun)[0][1:]]
     assert lines[-2:] == ["<echo>", "<a b>"]
+
+
+
+@pytest.mark.parametrize("launcher, program", [("torchrun", "torchrun"), ("mpiexec", "mpiexec.hydra")])
+@pytest.mark.parametrize("with_env_script, expected_code", [(True, 0), (False, 127)])
+def test_env_script_is_sourced_locally_and_by_every_remote_shell(
+    tmp_path, launcher, program, with_env_script, expected_code
+):
+    """The launcher program is only on the PATH the environment script sets, as on a host-mode node."""
+    env_dir = tmp_path / "env dir"
+    env_dir.mkdir()
+    (env_dir / "env.sh").write_text(f'export PATH="{env_dir / "bin"}:$PATH"\n')
+    script = render_launch_script(
+        spec(launcher=launcher, hosts=[HOSTS[0], HOSTS[2]]),
+        job_dir=str(tmp_path / "job"),
+        code_dir=str(tmp_path / "code"),
+        env_script=str(env_dir / "env.sh") if with_env_script else "",
+    )
+    code, logs = run_script(tmp_path, script, program, launcher_dir=env_dir / "bin")
+
+    assert code == expected_code
+    exit_codes = [event["code"] for event in parse_events((logs / "launcher.log").read_text()) if "code" in event]
+    assert exit_codes == [expected_code] * (2 if launcher == "torchrun" else 1)
