@@ -35,8 +35,9 @@ train: venv ## provision the inventory's nodes and run the training job
 unit: venv
 	python -m pytest -q tests/unit
 
-lint: venv
+lint: venv ## ansible-lint (production profile); README variable tables match the argument specs
 	ansible-lint --profile production
+	python scripts/role_docs.py --check
 
 molecule: venv host images
 	molecule test -s default
