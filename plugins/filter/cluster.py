@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
@@ -22,25 +23,23 @@ def hostfile_entries(
     return entries
 
 
-def rank_tuning(
-    cpu: Mapping[str, Any],
-    backend: str,
-    nproc_per_node: int | str = "auto",
-    omp_num_threads: int | str = "auto",
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The node's ranks, threads and rank environment (module_utils.launch.rank_tuning) for templates."""
-    try:
-        return launch.rank_tuning(cpu, backend, nproc_per_node, omp_num_threads, env)
-    except launch.LaunchError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
+def _filter_errors(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` with its LaunchError turned into the AnsibleFilterError a template reports."""
 
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except launch.LaunchError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
 
-def interface_env(iface: str) -> dict[str, str]:
-    """The socket-interface variable of every layer set to ``iface`` (module_utils.launch.interface_env)."""
-    return launch.interface_env(iface)
+    return wrapper
 
 
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"hostfile_entries": hostfile_entries, "rank_tuning": rank_tuning, "interface_env": interface_env}
+        return {
+            "hostfile_entries": hostfile_entries,
+            "rank_tuning": _filter_errors(launch.rank_tuning),
+            "interface_env": launch.interface_env,
+        }

@@ -6,11 +6,9 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multinode.training.plugins.filter.cluster import (
-    hostfile_entries,
-    interface_env,
-    rank_tuning,
-)
+from ansible_collections.multinode.training.plugins.filter.cluster import FilterModule, hostfile_entries
+
+FILTERS = FilterModule().filters()
 
 HOSTVARS = {
     "node1": {"cluster_address": "10.0.0.1", "launcher_slots": 2},
@@ -35,11 +33,11 @@ def test_hostfile_entries_reads_slots_from_the_named_variable():
 def test_rank_tuning_errors_become_filter_errors():
     cpu = {"sockets": 1, "numa_nodes": 1, "cores_per_socket": 2, "physical_cores": 2}
     with pytest.raises(AnsibleFilterError, match="nproc_per_node must be 'auto' or a whole number >= 1, got 'x'"):
-        rank_tuning(cpu, "gloo", "x")
+        FILTERS["rank_tuning"](cpu, "gloo", "x")
 
 
 def test_interface_env_names_every_layer():
-    assert interface_env("eth1") == {
+    assert FILTERS["interface_env"]("eth1") == {
         "I_MPI_HYDRA_IFACE": "eth1",
         "FI_TCP_IFACE": "eth1",
         "FI_SOCKETS_IFACE": "eth1",
