@@ -42,6 +42,7 @@ lint: venv ## ansible-lint (production profile); README variable tables match th
 molecule: venv host images
 	molecule test -s default
 	molecule test -s gpu_drivers
+	molecule test -s container_runtime
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
 	$(PLAYBOOK) playbooks/sim_teardown.yml
