@@ -5,13 +5,14 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PLAYBOOK := ansible-playbook
 LAUNCHER ?= torchrun
+RUNTIME ?= container
 
-.PHONY: demo test unit lint molecule venv host images sim train down clean
+.PHONY: demo test unit lint molecule venv host images wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
 
-test: venv host images unit lint molecule ## the whole suite (.ci/run calls this)
+test: venv host images wheels unit lint molecule ## the whole suite (.ci/run calls this)
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -26,11 +27,14 @@ host: ## Docker engine running, debootstrap present
 images: host ## base, sim-node and training images (cached on disk)
 	scripts/images.sh
 
+wheels: venv ## Intel's runtimes from PyPI for the oneapi role's pip method (cached on disk)
+	PYTHON=$(VENV)/bin/python scripts/oneapi-wheels.sh
+
 sim: venv images ## create the simulated cluster and inventories/sim
 	$(PLAYBOOK) playbooks/sim_cluster.yml
 
-train: venv ## provision the inventory's nodes and run the training job
-	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER)
+train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
+	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e training_runtime=$(RUNTIME)
 
 unit: venv
 	python -m pytest -q tests/unit
@@ -39,7 +43,7 @@ lint: venv ## ansible-lint (production profile); README variable tables match th
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
 
-molecule: venv host images
+molecule: venv host images wheels
 	molecule test -s default
 	molecule test -s gpu_drivers
 	molecule test -s container_runtime
