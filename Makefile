@@ -45,6 +45,7 @@ lint: venv ## ansible-lint (production profile); README variable tables match th
 
 molecule: venv host images wheels
 	molecule test -s default
+	molecule test -s oneapi
 	molecule test -s gpu_drivers
 	molecule test -s container_runtime
 
