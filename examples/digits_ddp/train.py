@@ -255,4 +255,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Every rank has reported "done" and rank 0's files are closed. Leave without running the
+    # interpreter's and the C++ libraries' exit-time destructors: a gloo pair whose peer exited
+    # first can throw from a background thread there and abort (exit 134) a rank that finished.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)
