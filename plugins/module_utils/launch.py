@@ -145,8 +145,8 @@ def defaults_from_topology(
             f"physical_cores_per_socket={physical_cores_per_socket}"
         )
     ranks = numa_nodes or sockets
-    reserved = CCL_WORKER_COUNT if backend == "ccl" else 0
-    threads = sockets * physical_cores_per_socket // ranks - reserved
+    reserved = _reserved_cores(backend)
+    threads = _free_cores_per_rank(sockets * physical_cores_per_socket, ranks, backend)
     if threads < 1:
         raise LaunchError(
             f"{sockets * physical_cores_per_socket} physical cores over {ranks} ranks"
@@ -188,8 +188,7 @@ def rank_tuning(
     elif nproc_per_node == "auto":
         threads = topology["omp_num_threads"]
     else:
-        reserved = CCL_WORKER_COUNT if backend == "ccl" else 0
-        threads = max(1, cpu["sockets"] * cpu["cores_per_socket"] // slots - reserved)
+        threads = max(1, _free_cores_per_rank(cpu["sockets"] * cpu["cores_per_socket"], slots, backend))
     return {
         "slots": slots,
         "omp_num_threads": threads,
@@ -200,6 +199,16 @@ def rank_tuning(
             "env": sorted(env or {}),
         },
     }
+
+
+def _reserved_cores(backend: str) -> int:
+    """Cores of each rank left to oneCCL's workers (ccl backend only)."""
+    return CCL_WORKER_COUNT if backend == "ccl" else 0
+
+
+def _free_cores_per_rank(physical_cores: int, ranks: int, backend: str) -> int:
+    """OpenMP threads each rank gets from the node's physical cores; may be < 1 when oversubscribed."""
+    return physical_cores // ranks - _reserved_cores(backend)
 
 
 def _at_least_one(value: int | str, name: str) -> int:
