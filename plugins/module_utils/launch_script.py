@@ -4,11 +4,22 @@
 """Render the bash script that starts a training job from the command lines of ``launch.build()``.
 
 Pure Python (no Ansible imports) so it runs on the controller, on managed
-nodes (Python 3.9+) and in plain unit tests. The script writes the JSON event
-lines that run_report.py reads to ``<job_dir>/logs/launcher.log``: ``launch``
-when it starts, then ``node_exit`` per node for torchrun (one agent per node,
-started over SSH) or ``launcher_exit`` for every launcher that starts all ranks
-itself. Every word taken from the spec is quoted with shlex.
+nodes (Python 3.9+) and in plain unit tests. The script, run on the launcher
+node:
+
+1. checks, in parallel, that every node accepts the cluster's SSH (a changed
+   host key, a refused or unreachable node stop the job before any rank starts;
+   each node's answer is kept in ``logs/ssh-<node>.log``);
+2. copies the paths to stage (the checkpoint to resume from) from the launcher
+   node to every other node that lacks them;
+3. starts the launcher: one torchrun agent per node over SSH, supervised so that
+   the first agent to fail stops the others (``agent.pid`` in each node's job
+   directory), or the one MPI launcher, which stops the job itself;
+4. passes SIGTERM/SIGINT (the job's timeout) on, and exits with the first
+   failure's code.
+
+It appends the events of events.py to ``<job_dir>/logs/launcher.log``. Every word
+taken from the spec is quoted with shlex.
 """
 
 from __future__ import annotations
@@ -17,6 +28,9 @@ import json
 import posixpath
 import re
 import shlex
+from typing import Sequence
+
+from ansible_collections.multinode.training.plugins.module_utils import events
 from ansible_collections.multinode.training.plugins.module_utils.launch import LaunchError, LaunchSpec, build
 
 # Node names become log file names, bash array keys and JSON strings in the script,
@@ -28,31 +42,41 @@ _CONTINUATION = " \\\n  "
 _EVENT_FUNCTION = (
     r"""event() { printf '{"event": "%s", "time": %s%s}\n' "$1" "$(date +%s.%N)" "${2:-}" >>"$logs/launcher.log"; }"""
 )
+# Seconds the agents get to stop after the first failure before their SSH sessions are cut.
+ABORT_GRACE_SECONDS = 20
+# JSON fragments of event lines, expanded by bash (inside double quotes).
+_CODE_FIELD = r', \"code\": $code'
+_NODE_CODE_FIELDS = r', \"node\": \"$1\", \"code\": $code'
 
 
 def render_launch_script(
     spec: LaunchSpec,
     *,
     job_dir: str,
-    code_dir: str,
+    work_dir: str,
     env_script: str = "",
+    stage_paths: Sequence[str] = (),
 ) -> str:
     """The complete launch script for ``spec``, run from the launcher node.
 
-    ``job_dir`` holds the job's ``logs/`` directory, ``code_dir`` is the working
+    ``job_dir`` holds the job's ``logs/`` directory, ``work_dir`` is the working
     directory of the launcher and of every torchrun agent. ``env_script``, when
     given, is sourced first by the script and by every torchrun agent's remote
-    shell (the oneAPI and Python environment of a job that runs on the hosts).
-    With torchrun each host's name names its log file and its ``node_exit``
-    events. Raises LaunchError when ``build(spec)`` does or a host name is
-    unusable there.
+    shell. ``stage_paths`` (absolute files or directories on the launcher node)
+    are copied to the same path on every other node that lacks them. Raises
+    LaunchError when ``build(spec)`` does or a host name is unusable.
     """
     argvs = build(spec)
+    names = _node_names(spec)
+    ssh = _ssh_words(spec)
     if spec.launcher == "torchrun":
-        body = _per_node_body(spec, argvs, code_dir, _node_names(spec), env_script)
+        body = _per_node_body(spec, argvs, job_dir, work_dir, names, env_script)
     else:
         body = _single_launcher_body(spec, argvs[0])
-    return "\n".join(_preamble(spec, job_dir, code_dir, env_script) + [""] + body) + "\n"
+    lines = _preamble(spec, job_dir, work_dir, env_script) + [""] + _ssh_check(spec, names, ssh)
+    if stage_paths:
+        lines += [""] + _staging(spec, names, ssh, stage_paths)
+    return "\n".join(lines + [""] + body) + "\n"
 
 
 def _source(env_script: str) -> list[str]:
@@ -60,7 +84,16 @@ def _source(env_script: str) -> list[str]:
     return [".", env_script] if env_script else []
 
 
-def _preamble(spec: LaunchSpec, job_dir: str, code_dir: str, env_script: str) -> list[str]:
+def _ssh_words(spec: LaunchSpec) -> str:
+    return shlex.join(["ssh", "-p", str(spec.ssh_port)])
+
+
+def _event(kind: str, fields: str = "") -> str:
+    """``event KIND FIELDS``; FIELDS is a JSON fragment that may expand shell variables."""
+    return f'event {kind} "{fields}"' if fields else f"event {kind}"
+
+
+def _preamble(spec: LaunchSpec, job_dir: str, work_dir: str, env_script: str) -> list[str]:
     launcher_field = ', "launcher": ' + json.dumps(spec.launcher)
     # Before ``set -u``: environment scripts such as oneAPI's vars.sh read unset variables.
     source = [shlex.join(_source(env_script)) + " || exit"] if env_script else []
@@ -70,35 +103,106 @@ def _preamble(spec: LaunchSpec, job_dir: str, code_dir: str, env_script: str) ->
         _comment(f"Job {spec.job_id}: {spec.launcher} across {len(spec.hosts)} nodes."),
         *source,
         "set -u",
-        f"cd {shlex.quote(code_dir)} || exit",
+        f"cd {shlex.quote(work_dir)} || exit",
         f"logs={shlex.quote(posixpath.join(job_dir, 'logs'))}",
         _EVENT_FUNCTION,
-        f"event launch {shlex.quote(launcher_field)}",
+        f"event {events.LAUNCH} {shlex.quote(launcher_field)}",
     ]
+
+
+def _ssh_check(spec: LaunchSpec, names: list[str], ssh: str) -> list[str]:
+    lines = [
+        "# Every node must accept the cluster's SSH before any rank starts; each answer in $logs/ssh-<node>.log.",
+        "declare -A checks",
+        f"check() {{ {ssh} \"$2\" true >\"$logs/ssh-$1.log\" 2>&1 </dev/null; local code=$?;"
+        f' {_event(events.SSH_CHECK, _NODE_CODE_FIELDS)}; return "$code"; }}',
+    ]
+    for host, name in zip(spec.hosts, names):
+        lines.append(f"check {name} {shlex.quote(host.address)} & checks[{name}]=$!")
+    return lines + [
+        "refused=0",
+        f"for node in {shlex.join(names)}; do wait \"${{checks[$node]}}\" || refused=1; done",
+        'if [ "$refused" -ne 0 ]; then',
+        "  " + _event(events.LAUNCHER_EXIT, _CODE_FIELD.replace("$code", "255")),
+        "  exit 255",
+        "fi",
+    ]
+
+
+def _staging(spec: LaunchSpec, names: list[str], ssh: str, paths: Sequence[str]) -> list[str]:
+    lines = ["# Copy what every rank must find (the checkpoint to resume from) to the nodes that lack it."]
+    for path in paths:
+        parent, base = posixpath.split(path.rstrip("/"))
+        remote_test = shlex.quote(f"test -e {shlex.quote(path)}")
+        remote_unpack = shlex.quote(f"mkdir -p {shlex.quote(parent)} && tar -C {shlex.quote(parent)} -xf -")
+        pack = shlex.join(["tar", "-C", parent, "-cf", "-", base])
+        lines.append(
+            f'stage() {{ {ssh} "$2" {remote_test} </dev/null || {pack} | {ssh} "$2" {remote_unpack}; local code=$?;'
+            f' {_event(events.STAGED, _NODE_CODE_FIELDS)}; return "$code"; }}'
+        )
+        lines.append("declare -A stages")
+        for host, name in zip(spec.hosts[1:], names[1:]):
+            lines.append(f"stage {name} {shlex.quote(host.address)} >>\"$logs/stage-{name}.log\" 2>&1 & stages[{name}]=$!")
+        lines += [
+            "unstaged=0",
+            f"for node in {shlex.join(names[1:])}; do wait \"${{stages[$node]}}\" || unstaged=1; done" if names[1:] else ":",
+            'if [ "$unstaged" -ne 0 ]; then',
+            "  " + _event(events.LAUNCHER_EXIT, _CODE_FIELD.replace("$code", "254")),
+            "  exit 254",
+            "fi",
+        ]
+    return lines
 
 
 def _per_node_body(
-    spec: LaunchSpec, argvs: list[list[str]], code_dir: str, names: list[str], env_script: str
+    spec: LaunchSpec, argvs: list[list[str]], job_dir: str, work_dir: str, names: list[str], env_script: str
 ) -> list[str]:
-    lines = [
-        "# One torchrun agent per node over SSH; each node's output goes to $logs/<node>.log.",
-        "declare -A pids",
-    ]
     source = f"{shlex.join(_source(env_script))} && " if env_script else ""
+    pid_file = shlex.quote(posixpath.join(job_dir, "agent.pid"))
+    ssh = _ssh_words(spec)
+    lines = [
+        "# One torchrun agent per node over SSH, its pid in that node's job directory, its output in $logs/<node>.log.",
+        "declare -A agents addresses",
+    ]
     for host, name, argv in zip(spec.hosts, names, argvs):
-        remote = f"{source}cd {shlex.quote(code_dir)} && exec {shlex.join(argv)}"
-        ssh = shlex.join(["ssh", "-p", str(spec.ssh_port), host.address, remote])
-        lines += [f'{ssh} >"$logs/{name}.log" 2>&1 </dev/null &', f"pids[{shlex.quote(name)}]=$!"]
+        remote = f"{source}cd {shlex.quote(work_dir)} && echo $$ >{pid_file} && exec {shlex.join(argv)}"
+        lines += [
+            f"{ssh} {shlex.quote(host.address)} {shlex.quote(remote)} >\"$logs/{name}.log\" 2>&1 </dev/null &",
+            f"agents[$!]={name}; addresses[{name}]={shlex.quote(host.address)}",
+        ]
+    kill_agent = shlex.quote(f"kill -TERM $(cat {pid_file}) 2>/dev/null")
     return lines + [
         "",
-        "# Wait for every agent, in host order; the script exits with the first non-zero code.",
+        "# The first agent to fail (or the job's timeout) stops every other one: its ranks get SIGTERM,",
+        f"# and SSH sessions still open {ABORT_GRACE_SECONDS} s later are cut.",
         "status=0",
-        f"for node in {shlex.join(names)}; do",
-        '  wait "${pids[$node]}"',
+        "aborted=false",
+        "abort() {",
+        '  "$aborted" && return',
+        "  aborted=true",
+        "  " + _event(events.ABORT, r', \"reason\": \"$1\"'),
+        '  for node in "${agents[@]}"; do',
+        f'    {ssh} -o ConnectTimeout=5 "${{addresses[$node]}}" {kill_agent} </dev/null >/dev/null 2>&1 &',
+        "  done",
+        f'  (sleep {ABORT_GRACE_SECONDS}; kill "${{!agents[@]}}") </dev/null >/dev/null 2>&1 &',
+        "  cutter=$!",
+        "}",
+        "cutter=",
+        "trap 'abort signal; [ \"$status\" -ne 0 ] || status=143' TERM INT HUP",
+        'while [ "${#agents[@]}" -gt 0 ]; do',
+        "  finished=",
+        '  wait -n -p finished "${!agents[@]}"',
         "  code=$?",
-        r'  event node_exit ", \"node\": \"$node\", \"code\": $code"',
-        '  [ "$status" -ne 0 ] || status=$code',
+        '  [ -n "$finished" ] || continue',
+        '  node=${agents[$finished]}',
+        '  unset "agents[$finished]"',
+        "  " + _event(events.NODE_EXIT, r', \"node\": \"$node\", \"code\": $code, \"after_abort\": $aborted'),
+        '  if [ "$code" -ne 0 ]; then',
+        '    [ "$status" -ne 0 ] || status=$code',
+        '    abort "node $node exited $code"',
+        "  fi",
         "done",
+        '[ -z "$cutter" ] || kill "$cutter" 2>/dev/null',
         'exit "$status"',
     ]
 
@@ -106,10 +210,14 @@ def _per_node_body(
 def _single_launcher_body(spec: LaunchSpec, argv: list[str]) -> list[str]:
     log = f"$logs/{spec.launcher}.log"
     return [
-        f"# {spec.launcher} starts every rank itself; its output goes to {log}.",
-        f'{_wrapped(argv, len(spec.command))} >"{log}" 2>&1 </dev/null',
+        f"# {spec.launcher} starts every rank itself and stops them all when one fails; its output goes to {log}.",
+        f'{_wrapped(argv, len(spec.command))} >"{log}" 2>&1 </dev/null &',
+        "launcher=$!",
+        'trap \'kill -TERM "$launcher" 2>/dev/null\' TERM INT HUP',
+        'wait "$launcher"',
         "code=$?",
-        r'event launcher_exit ", \"code\": $code"',
+        'while [ "$code" -gt 128 ] && kill -0 "$launcher" 2>/dev/null; do wait "$launcher"; code=$?; done',
+        _event(events.LAUNCHER_EXIT, _CODE_FIELD),
         'exit "$code"',
     ]
 

@@ -1,13 +1,18 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Turn the logs of a launched training job into a run summary.
+"""Turn a collected run into its summary: success from exit codes, failures root cause first.
 
-The training script prints JSON lines (``joined``, ``epoch``, ``result``,
-``done``); the launcher role's scripts add ``launch``, ``exit`` (one per rank,
-with its exit code), ``node_exit`` (one per torchrun agent) and
-``launcher_exit``. :func:`parse_events` pulls those objects out of raw logs,
-:func:`summarize` decides whether the run succeeded and why not.
+A collected run directory holds ``nodes/<node>/`` per node with ``status/rank-<N>.json``
+(written by the rank wrapper, rank_contract.py), ``logs/rank-<N>.log`` (each rank's
+output), and on the launcher node ``logs/launcher.log`` (the launch script's events,
+events.py), ``logs/ssh-<node>.log`` (each node's answer to the SSH check) and, for
+torchrun, ``logs/<node>.log`` (each agent's output). :func:`read_run_dir` reads them,
+:func:`summarize` decides.
+
+A run succeeded when it did not time out, the launcher and every torchrun agent exited 0
+and every one of the ``world_size`` ranks recorded exit code 0. The optional events a
+training script prints (epoch, result) only add metrics.
 
 Pure Python (no Ansible imports) so it can be unit tested on its own.
 """
@@ -15,9 +20,19 @@ Pure Python (no Ansible imports) so it can be unit tested on its own.
 from __future__ import annotations
 
 import json
+import signal as signals
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ansible_collections.multinode.training.plugins.module_utils import events as kinds
+
 _DECODER = json.JSONDecoder()
+_DIAGNOSTIC_CHARS = 4000  # the tail of a log that explain_ssh_failure() reads
+
+# Ordering of failure reasons: what broke a node first, then what failed on its own (by time),
+# then the timeout, then what followed from an earlier failure.
+_NODE_DOWN, _FAILED, _TIMEOUT, _CONSEQUENCE = range(4)
 
 
 def parse_events(text: str) -> list[dict[str, Any]]:
@@ -27,7 +42,7 @@ def parse_events(text: str) -> list[dict[str, Any]]:
     -prepend-rank``, ``node1: ``, ...) and after the object is ignored, and so
     are lines that hold no such object (launcher noise, tracebacks).
     """
-    events: list[dict[str, Any]] = []
+    found: list[dict[str, Any]] = []
     for line in text.splitlines():
         start = line.find("{")
         if start < 0:
@@ -37,20 +52,188 @@ def parse_events(text: str) -> list[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(obj, dict) and "event" in obj:
-            events.append(obj)
-    return events
+            found.append(obj)
+    return found
 
 
-def _of_kind(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [event for event in events if event.get("event") == kind]
+@dataclass
+class RunRecords:
+    """What a collected run directory holds, read by :func:`read_run_dir`."""
+
+    launcher_events: list[dict[str, Any]] = field(default_factory=list)
+    rank_status: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rank_events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    ssh_logs: dict[str, str] = field(default_factory=dict)
+    agent_logs: dict[str, str] = field(default_factory=dict)
 
 
-def _ranks(events: list[dict[str, Any]], kind: str) -> set[int]:
-    return {int(event["rank"]) for event in _of_kind(events, kind) if "rank" in event}
+def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
+    """The records of every node under ``run_dir/nodes/<node>/``; missing files are simply absent."""
+    records = RunRecords()
+    for node in node_names:
+        logs = run_dir / "nodes" / node / "logs"
+        status_dir = run_dir / "nodes" / node / "status"
+        records.launcher_events += parse_events(_read(logs / "launcher.log"))
+        for path in sorted(status_dir.glob("rank-*.json")):
+            status = _json_object(_read(path))
+            if isinstance(status.get("rank"), int):
+                records.rank_status[status["rank"]] = status
+        for path in sorted(logs.glob("rank-*.log")):
+            rank = path.stem[len("rank-") :]
+            if rank.isdigit():
+                records.rank_events[int(rank)] = parse_events(_read(path))
+        for other in node_names:
+            if (logs / f"ssh-{other}.log").exists():
+                records.ssh_logs[other] = _read(logs / f"ssh-{other}.log")[-_DIAGNOSTIC_CHARS:]
+            if (logs / f"{other}.log").exists():
+                records.agent_logs[other] = _read(logs / f"{other}.log")[-_DIAGNOSTIC_CHARS:]
+    return records
 
 
-def _times(events: list[dict[str, Any]], kind: str) -> list[float]:
-    return [float(event["time"]) for event in _of_kind(events, kind) if "time" in event]
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def explain_ssh_failure(text: str, code: int) -> str:
+    """Plain words for why ``ssh`` failed, from what it printed and its exit code."""
+    checks = (
+        ("REMOTE HOST IDENTIFICATION HAS CHANGED", "SSH host key changed (possible man-in-the-middle), connection refused"),
+        ("Host key verification failed", "SSH host key not in the pinned known_hosts, connection refused"),
+        ("Permission denied", "SSH login refused (the cluster's identity key is not authorized there)"),
+        ("Connection refused", "SSH connection refused (no sshd on the cluster port: is the worker running?)"),
+        ("No route to host", "no route to host (node down or network unreachable)"),
+        ("timed out", "SSH connection timed out (node down, unreachable or port filtered)"),
+        ("Could not resolve hostname", "host name does not resolve"),
+        ("Timeout, server", "connection lost (the node stopped answering)"),
+        ("closed by remote host", "connection lost (closed by the node)"),
+        ("Connection reset", "connection lost (reset)"),
+        ("Broken pipe", "connection lost (broken pipe)"),
+    )
+    for needle, meaning in checks:
+        if needle in text:
+            return meaning
+    if code == 255:
+        return "SSH connection failed or was lost (ssh exited 255)"
+    return f"exited {code}"
+
+
+def describe_signal(number: int) -> str:
+    """``SIGKILL`` for 9, with a hint where the usual sender is known."""
+    try:
+        name = signals.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    hint = ", e.g. the kernel's out-of-memory killer" if number == signals.SIGKILL else ""
+    return f"signal {number} ({name}{hint})"
+
+
+@dataclass(frozen=True, order=True)
+class _Failure:
+    tier: int
+    time: float
+    text: str
+
+
+def _rank_failures(rank_status: dict[int, dict[str, Any]], world_size: int) -> list[_Failure]:
+    if not rank_status:
+        return [_Failure(_CONSEQUENCE, float("inf"), "no rank started")]
+    failures = []
+    for rank in range(world_size):
+        status = rank_status.get(rank)
+        if status is None:
+            failures.append(_Failure(_CONSEQUENCE, float("inf"), f"rank {rank} never started"))
+            continue
+        where = f"rank {rank} on {status.get('node', '?')}"
+        code = status.get("code")
+        ended = float(status.get("ended") or float("inf"))
+        if code is None:
+            failures.append(
+                _Failure(_CONSEQUENCE, float("inf"), f"{where} left no exit status (it was killed with its wrapper or node)")
+            )
+        elif status.get("stopped"):
+            failures.append(_Failure(_CONSEQUENCE, ended, f"{where} was stopped after the failure (exit {code})"))
+        elif status.get("signal"):
+            failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(int(status['signal']))}"))
+        elif code != 0:
+            failures.append(_Failure(_FAILED, ended, f"{where} exited {code}"))
+    return failures
+
+
+def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
+    failures = []
+    for event in records.launcher_events:
+        kind, code, node = event.get("event"), event.get("code"), event.get("node")
+        when = float(event.get("time") or 0.0)
+        if kind == kinds.SSH_CHECK and code:
+            reason = explain_ssh_failure(records.ssh_logs.get(str(node), ""), int(code))
+            failures.append(_Failure(_NODE_DOWN, when, f"{node}: {reason}"))
+        elif kind == kinds.STAGED and code:
+            failures.append(_Failure(_NODE_DOWN, when, f"{node}: the checkpoint to resume from could not be copied there"))
+        elif kind == kinds.NODE_EXIT and code and event.get("after_abort"):
+            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {launcher} agent stopped after the failure"))
+        elif kind == kinds.NODE_EXIT and code == 255:
+            # ssh's own failure: the connection to the node broke (its ranks' records say no more).
+            reason = explain_ssh_failure(records.agent_logs.get(str(node), ""), int(code))
+            failures.append(_Failure(_FAILED, when, f"{node}: {reason}"))
+        elif kind == kinds.NODE_EXIT and code:
+            # The agent ends non-zero after a rank of its node failed; that rank is the reason.
+            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {launcher} agent exited {code}"))
+    return failures
+
+
+def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]:
+    failures = []
+    for node, state in worker_states.items():
+        what = state.get("what", "worker")
+        if state.get("running", True):
+            continue
+        if not state.get("present", True):
+            failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: there is no {what} (removed; run the provisioning again)"))
+            continue
+        detail = "killed by the out-of-memory killer" if state.get("oom_killed") else f"exit code {state.get('exit_code')}"
+        failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: the {what} is not running, it died ({detail})"))
+    return failures
+
+
+def failure_reasons(
+    records: RunRecords,
+    *,
+    launcher: str,
+    world_size: int,
+    timed_out: bool,
+    launcher_exit_code: int | None,
+    worker_states: dict[str, dict[str, Any]],
+) -> list[str]:
+    """Why the run failed, root cause first; empty when it succeeded."""
+    failures = _worker_failures(worker_states) + _launcher_failures(records, launcher)
+    failures += _rank_failures(records.rank_status, world_size)
+    if timed_out:
+        failures.append(_Failure(_TIMEOUT, 0.0, "timed out"))
+    if launcher_exit_code is not None and launcher_exit_code < 0:
+        failures.append(_Failure(_CONSEQUENCE, float("inf"), "launcher did not end"))
+    elif launcher_exit_code:
+        failures.append(_Failure(_CONSEQUENCE, float("inf"), f"launcher exited {launcher_exit_code}"))
+    reasons: list[str] = []
+    for failure in sorted(failures):
+        if failure.text not in reasons:
+            reasons.append(failure.text)
+    return reasons
+
+
+def _last_exit_code(records: RunRecords) -> int | None:
+    exits = [event for event in records.launcher_events if event.get("event") == kinds.LAUNCHER_EXIT and "code" in event]
+    return int(exits[-1]["code"]) if exits else None
 
 
 def _seconds(start: float | None, end: float | None) -> float | None:
@@ -59,129 +242,70 @@ def _seconds(start: float | None, end: float | None) -> float | None:
     return round(end - start, 2)
 
 
-def _sort_key(key: str) -> tuple[int, int | str]:
-    """Numeric rank keys first, in numeric order, then names."""
-    try:
-        return (0, int(key))
-    except ValueError:
-        return (1, key)
-
-
-def _exit_codes(events: list[dict[str, Any]]) -> dict[str, int]:
-    """Exit codes by rank, from the ``exit`` events the rank wrapper prints."""
-    codes = {
-        str(event["rank"]): int(event["code"])
-        for event in _of_kind(events, "exit")
-        if "rank" in event and "code" in event
-    }
-    return {key: codes[key] for key in sorted(codes, key=_sort_key)}
-
-
-def _hosts_by_rank(events: list[dict[str, Any]]) -> dict[str, str]:
+def _phases(records: RunRecords, world_size: int, provision_seconds: float | None) -> dict[str, float | None]:
+    """provision; launch = launch script start until every rank started; train = until every rank ended."""
+    launched = min((float(e["time"]) for e in records.launcher_events if e.get("event") == kinds.LAUNCH), default=None)
+    statuses = [records.rank_status.get(rank, {}) for rank in range(world_size)]
+    all_started = all(status.get("started") is not None for status in statuses)
+    all_ended = all_started and all(status.get("ended") is not None for status in statuses)
+    last_started = max((float(s["started"]) for s in statuses), default=None) if all_started else None
+    last_ended = max((float(s["ended"]) for s in statuses), default=None) if all_ended else None
     return {
-        str(event["rank"]): str(event["host"])
-        for event in events
-        if event.get("event") in ("joined", "exit") and "rank" in event and "host" in event
+        "provision": None if provision_seconds is None else round(provision_seconds, 2),
+        "launch": _seconds(launched, last_started),
+        "train": _seconds(last_started, last_ended),
     }
 
 
-def _rank_label(rank: int | str, hosts: dict[str, str]) -> str:
-    host = hosts.get(str(rank))
-    return f"rank {rank} (host {host})" if host else f"rank {rank}"
+def _epoch_order(event: dict[str, Any]) -> tuple[int, float]:
+    """Numbered epochs in order, then the events whose epoch is missing or not a number, as printed."""
+    epoch = event.get("epoch")
+    return (0, float(epoch)) if isinstance(epoch, (int, float)) else (1, 0.0)
 
 
-def _failure_reasons(
-    *,
-    world_size: int,
-    timed_out: bool,
-    launcher_exit_code: int | None,
-    node_exit_codes: dict[str, int],
-    rank_exit_codes: dict[str, int],
-    joined: set[int],
-    done: set[int],
-    hosts: dict[str, str],
-    has_result: bool,
-) -> list[str]:
-    reasons: list[str] = []
-    if timed_out:
-        reasons.append("timed out")
-    if launcher_exit_code is not None and launcher_exit_code < 0:
-        reasons.append("launcher did not end")
-    elif launcher_exit_code:
-        reasons.append(f"launcher exited {launcher_exit_code}")
-    for node, code in node_exit_codes.items():
-        if code != 0:
-            reasons.append(f"node {node} exited {code}")
-    for key, code in rank_exit_codes.items():
-        if code != 0:
-            reasons.append(f"{_rank_label(key, hosts)} exited {code}")
-    for rank in range(world_size):
-        if rank not in joined:
-            reasons.append(f"rank {rank} never joined")
-        elif rank not in done:
-            reasons.append(f"{_rank_label(rank, hosts)} never reported done")
-        elif str(rank) not in rank_exit_codes:
-            reasons.append(f"{_rank_label(rank, hosts)} reported no exit status")
-    if not has_result:
-        reasons.append("no result event from rank 0")
-    return reasons
+def _script_metrics(records: RunRecords) -> dict[str, Any]:
+    """The optional events of rank 0: epochs and the result's metrics."""
+    rank0 = records.rank_events.get(0, [])
+    results = [event for event in rank0 if event.get("event") == kinds.RESULT]
+    metrics = {key: value for key, value in (results[-1] if results else {}).items() if key not in ("event", "time")}
+    epochs = sorted((event for event in rank0 if event.get("event") == kinds.EPOCH), key=_epoch_order)
+    return {
+        "test_accuracy": metrics.get("test_accuracy"),
+        "metrics": metrics,
+        "epochs": [
+            {"epoch": event.get("epoch"), "loss": event.get("loss"), "samples_per_s": event.get("samples_per_s")}
+            for event in epochs
+        ],
+    }
 
 
 def summarize(
+    records: RunRecords,
     *,
     job_id: str,
     launcher: str,
     nodes: list[str],
+    node_names: list[str],
     world_size: int,
-    events: list[dict[str, Any]],
-    provision_seconds: float | None,
-    provision_changed: int | None,
     timed_out: bool,
-    node_names: list[str] | None = None,
     launcher_exit_code: int | None = None,
+    worker_states: dict[str, dict[str, Any]] | None = None,
+    provision_seconds: float | None = None,
+    provision_changed: int | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """JSON-serialisable summary of one run.
-
-    The launch phase starts at the ``launch`` event of the launch script. The
-    run succeeded only if it did not time out, the launcher, every node and
-    every rank exited 0, all ``world_size`` ranks reported ``done`` and rank 0
-    printed a ``result``.
-    """
-    codes = _exit_codes(events)
-    node_exit_codes = {
-        str(event["node"]): int(event["code"])
-        for event in _of_kind(events, "node_exit")
-        if "node" in event and "code" in event
-    }
+    """JSON-serialisable summary of one run (see the module docstring for what succeeded means)."""
     if launcher_exit_code is None:
-        launcher_exits = _of_kind(events, "launcher_exit")
-        if launcher_exits and "code" in launcher_exits[-1]:
-            launcher_exit_code = int(launcher_exits[-1]["code"])
-    joined = _ranks(events, "joined")
-    done = _ranks(events, "done")
-    results = _of_kind(events, "result")
-    expected = set(range(world_size))
-
-    reasons = _failure_reasons(
+        launcher_exit_code = _last_exit_code(records)
+    reasons = failure_reasons(
+        records,
+        launcher=launcher,
         world_size=world_size,
         timed_out=timed_out,
         launcher_exit_code=launcher_exit_code,
-        node_exit_codes=node_exit_codes,
-        rank_exit_codes=codes,
-        joined=joined,
-        done=done,
-        hosts=_hosts_by_rank(events),
-        has_result=bool(results),
+        worker_states=worker_states or {},
     )
-
-    launch_started = min(_times(events, "launch"), default=None)
-    last_joined = last_done = None
-    if expected <= joined:
-        last_joined = max(_times(events, "joined"), default=None)
-        if expected <= done:
-            last_done = max(_times(events, "done"), default=None)
-
+    statuses = records.rank_status
     summary: dict[str, Any] = {
         "job_id": job_id,
         "status": "failed" if reasons else "succeeded",
@@ -189,29 +313,20 @@ def summarize(
         "launcher": launcher,
         "world_size": world_size,
         "nodes": list(nodes),
-        "test_accuracy": results[-1].get("test_accuracy") if results else None,
-        "epochs": [
-            {
-                "epoch": event.get("epoch"),
-                "loss": event.get("loss"),
-                "samples_per_s": event.get("samples_per_s"),
-            }
-            for event in sorted(_of_kind(events, "epoch"), key=lambda e: e.get("epoch", 0))
-        ],
-        "ranks_joined": sorted(joined),
-        "ranks_done": sorted(done),
-        "rank_exit_codes": codes,
-        "node_exit_codes": node_exit_codes,
+        "node_names": list(node_names),
+        **_script_metrics(records),
+        "ranks_started": sorted(rank for rank, status in statuses.items() if status.get("started") is not None),
+        "rank_exit_codes": {str(rank): statuses[rank]["code"] for rank in sorted(statuses) if "code" in statuses[rank]},
+        "rank_nodes": {str(rank): statuses[rank].get("node") for rank in sorted(statuses)},
+        "node_exit_codes": {
+            str(event["node"]): int(event["code"])
+            for event in records.launcher_events
+            if event.get("event") == kinds.NODE_EXIT and "node" in event and "code" in event
+        },
         "launcher_exit_code": launcher_exit_code,
         "provision_changed": provision_changed,
-        "phases": {
-            "provision": None if provision_seconds is None else round(provision_seconds, 2),
-            "launch": _seconds(launch_started, last_joined),
-            "train": _seconds(last_joined, last_done),
-        },
+        "phases": _phases(records, world_size, provision_seconds),
     }
-    if node_names is not None:
-        summary["node_names"] = list(node_names)
     if extra is not None:
         summary["settings"] = extra
     return summary

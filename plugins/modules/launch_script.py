@@ -11,12 +11,18 @@ short_description: Write the bash script that starts a multi-node training job
 description:
   - Builds the launcher command lines for O(launcher) from the hosts and settings and writes them, with the job's
     event logging, as a bash script to run on the launcher node.
-  - The script changes to O(code_dir), appends JSON event lines to C(<job_dir>/logs/launcher.log) (C(launch) at the
-    start, then C(node_exit) per node for C(torchrun) or C(launcher_exit) for every other launcher) and exits with the
-    launcher's exit code, or with the first non-zero exit code of the nodes for C(torchrun).
-  - With O(launcher=torchrun) it starts one C(torchrun) agent per host over SSH, in O(code_dir) on that host, its
-    output in C(<job_dir>/logs/<host name>.log). Every other launcher is run once, on the launcher node, its output
-    in C(<job_dir>/logs/<launcher>.log).
+  - The script changes to O(work_dir) and appends JSON event lines to C(<job_dir>/logs/launcher.log) (C(launch) at
+    the start, C(ssh_check) per node, C(staged) per node and path, then C(node_exit) per node for C(torchrun) or
+    C(launcher_exit) for every other launcher).
+  - Before any rank starts it checks, in parallel, that every host accepts the cluster's SSH (each answer in
+    C(<job_dir>/logs/ssh-<host name>.log)); if one does not, it exits 255 without starting the job. It then copies
+    O(stage_paths) from the launcher node to every other host that lacks them (exit 254 if that fails).
+  - With O(launcher=torchrun) it starts one C(torchrun) agent per host over SSH, in O(work_dir) on that host, its
+    pid in C(<job_dir>/agent.pid) there and its output in C(<job_dir>/logs/<host name>.log). The first agent to exit
+    non-zero, or a SIGTERM/SIGINT to the script (the job's timeout), stops every other agent (and so their ranks);
+    the script exits with the first non-zero exit code. Needs bash 5.1 or later (C(wait -n -p)).
+  - Every other launcher is run once, on the launcher node, its output in C(<job_dir>/logs/<launcher>.log); it
+    stops all ranks itself when one fails, and SIGTERM/SIGINT to the script are passed on to it.
   - The file is only rewritten, atomically, when its content differs.
 author:
   - multinode.training maintainers
@@ -41,11 +47,25 @@ options:
         which must exist when the script runs.
     type: path
     required: true
-  code_dir:
+  work_dir:
     description:
       - Working directory of the launcher and, for C(torchrun), of the agent on every host.
     type: path
     required: true
+  stage_paths:
+    description:
+      - Files or directories on the launcher node that every rank must find at the same path (the checkpoint to
+        resume from). The script copies each one over the cluster's SSH to every other host where it does not exist.
+    type: list
+    elements: path
+    default: []
+  placeholders:
+    description:
+      - Values for the placeholders C({job_id}), C({output_dir}), C({checkpoint_dir}), C({resume_from}),
+        C({data_dir}) and C({work_dir}) in O(command), which are replaced before the script is written. Other braces
+        are left as they are.
+    type: dict
+    default: {}
   env_script:
     description:
       - Shell script the launch script sources first, and that every C(torchrun) agent's remote shell sources before
@@ -116,7 +136,7 @@ options:
     required: true
   command:
     description:
-      - The program every rank runs, and its arguments.
+      - The program every rank runs, and its arguments, after O(placeholders) are expanded.
       - C(ipexrun) and C(deepspeed) with O(deepspeed_launcher=pdsh) run it through a shell, so they refuse words a
         shell would split or expand.
     type: list
@@ -190,7 +210,7 @@ EXAMPLES = r"""
   multinode.training.launch_script:
     path: /work/jobs/job-1/launch.sh
     job_dir: /work/jobs/job-1
-    code_dir: /work/code
+    work_dir: /work/jobs/job-1/work
     mode: "0750"
     launcher: torchrun
     hosts:
@@ -208,7 +228,7 @@ EXAMPLES = r"""
   multinode.training.launch_script:
     path: /work/jobs/job-2/launch.sh
     job_dir: /work/jobs/job-2
-    code_dir: /work/code
+    work_dir: /work/jobs/job-2/work
     mode: "0750"
     launcher: mpiexec
     hosts:
@@ -264,6 +284,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     build,
 )
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
 
 # LaunchSpec's fields, as module options with the dataclass's defaults.
 SPEC_OPTIONS = dict(
@@ -294,6 +315,11 @@ def launch_spec(params: dict) -> LaunchSpec:
     values = {name: params[name] for name in SPEC_OPTIONS}
     values["hosts"] = normalize_hosts(params["hosts"])
     values["env"] = {str(name): str(value) for name, value in params["env"].items()}
+    unknown = sorted(set(params["placeholders"]) - set(PLACEHOLDERS))
+    if unknown:
+        raise ValueError(f"unknown placeholders {', '.join(unknown)}; known: {', '.join(PLACEHOLDERS)}")
+    placeholders = {name: str(params["placeholders"].get(name, "")) for name in PLACEHOLDERS}
+    values["command"] = expand_placeholders(params["command"], placeholders)
     return LaunchSpec(**values)
 
 
@@ -302,8 +328,10 @@ def main() -> None:
         argument_spec=dict(
             path=dict(type="path", required=True),
             job_dir=dict(type="path", required=True),
-            code_dir=dict(type="path", required=True),
+            work_dir=dict(type="path", required=True),
             env_script=dict(type="path", default=""),
+            stage_paths=dict(type="list", elements="path", default=[]),
+            placeholders=dict(type="dict", default={}),
             **SPEC_OPTIONS,
         ),
         add_file_common_args=True,
@@ -316,8 +344,9 @@ def main() -> None:
         content = render_launch_script(
             spec,
             job_dir=module.params["job_dir"],
-            code_dir=module.params["code_dir"],
+            work_dir=module.params["work_dir"],
             env_script=module.params["env_script"],
+            stage_paths=module.params["stage_paths"],
         )
     except ValueError as exc:  # LaunchError and HostfileError included
         module.fail_json(msg=str(exc))

@@ -7,11 +7,14 @@ module: run_summary
 short_description: Summarize a collected training run into summary.json
 version_added: 0.1.0
 description:
-  - Reads every C(*.log) file under O(run_dir) (the logs the launcher role fetched from all nodes), finds the
-    JSON events the training job and the launch scripts print (C(launch), C(joined), C(epoch), C(result),
-    C(exit), C(done), C(node_exit), C(launcher_exit)) and writes O(run_dir)/summary.json.
-  - The run succeeded only if the launcher exited 0, it did not time out, every rank reported exit code 0
-    and C(done), and a C(result) was printed. Otherwise RV(summary.failure_reasons) names the ranks and nodes.
+  - Reads the run collected under O(run_dir) (C(nodes/<node>/status/rank-<N>.json) from the rank wrapper,
+    C(nodes/<node>/logs/) with each rank's output and the launch script's events) and writes O(run_dir)/summary.json.
+  - The run succeeded when it did not time out, the launcher and every C(torchrun) agent exited 0 and every one of
+    the O(world_size) ranks recorded exit code 0. Nothing the training script prints is required.
+  - Otherwise RV(summary.failure_reasons) says why, root cause first (a worker that died, a node that refused the
+    cluster's SSH, the first rank to fail on its own), then the consequences (ranks stopped after it).
+  - The optional JSON events of rank 0 (C(epoch), C(result)) fill RV(summary.epochs), RV(summary.metrics) and
+    RV(summary.test_accuracy); without them those are empty or null.
   - Runs on the controller (delegate it to localhost).
 author:
   - multinode.training team
@@ -24,13 +27,21 @@ attributes:
     description: The summary is returned instead.
 options:
   run_dir:
-    description: Directory holding the collected logs; summary.json is written here.
+    description: Directory holding the collected run (C(nodes/<node>/...)); summary.json is written here.
     type: path
     required: true
   job_id:
     description: The job's id.
     type: str
     required: true
+  job_name:
+    description: The job's name, whose checkpoints outlive the run; empty for an unnamed job.
+    type: str
+    default: ""
+  resumed_from:
+    description: The checkpoint the ranks were given in C(RESUME_FROM); empty when none.
+    type: str
+    default: ""
   launcher:
     description: Launcher that ran the job.
     type: str
@@ -50,13 +61,21 @@ options:
     type: int
     required: true
   launcher_exit_code:
-    description: Exit code of the launcher container; -1 when it did not end.
+    description: Exit code of the launcher container or process; -1 when it did not end.
     type: int
     required: true
   timed_out:
     description: Whether the job hit its timeout.
     type: bool
     default: false
+  worker_states:
+    description:
+      - How each node's worker (container or host sshd) came through the job, by node name, as checked after it
+        ended. A worker that is not running died during the job, the strongest root cause there is.
+      - Each value may hold C(running) (bool), C(exit_code), C(oom_killed) (bool), C(present) (bool) and C(what) (for example
+        C(worker container)).
+    type: dict
+    default: {}
   phase_stats:
     description:
       - Changed tasks and seconds per playbook phase, as published by the C(multinode.training.phase_stats)
@@ -73,14 +92,15 @@ options:
 EXAMPLES = r"""
 - name: Write the run summary
   multinode.training.run_summary:
-    run_dir: "{{ playbook_dir }}/../runs/20261122-101500-torchrun"
+    run_dir: "{{ lookup('ansible.builtin.env', 'PWD') }}/runs/20261122-101500-torchrun"
     job_id: 20261122-101500-torchrun
     launcher: torchrun
     nodes: [172.30.77.11, 172.30.77.12, 172.30.77.13]
     node_names: [node1, node2, node3]
     world_size: 3
     launcher_exit_code: 0
-    phase_stats: "{{ lookup('ansible.builtin.env', 'MULTINODE_TRAINING_PHASE_STATS', default='{}') | from_json }}"
+    worker_states:
+      node3: {running: false, exit_code: 137, oom_killed: false, what: worker container}
   delegate_to: localhost
   register: run
 """
@@ -99,23 +119,45 @@ summary:
       description: C(succeeded) or C(failed).
       type: str
     failure_reasons:
-      description: Why the run failed, each naming the rank or node.
+      description: Why the run failed, root cause first, each naming the rank and node.
       type: list
       elements: str
     test_accuracy:
-      description: Test accuracy printed by rank 0, or null.
+      description: C(test_accuracy) of rank 0's C(result) event, or null.
       type: float
+    metrics:
+      description: Every key of rank 0's last C(result) event (empty without one).
+      type: dict
+    epochs:
+      description: Rank 0's C(epoch) events (epoch, loss, samples_per_s), empty without them.
+      type: list
+      elements: dict
     world_size:
       description: Ranks launched.
       type: int
+    ranks_started:
+      description: Ranks whose wrapper started.
+      type: list
+      elements: int
+    rank_exit_codes:
+      description: Exit code of each rank that recorded one, by rank.
+      type: dict
+    rank_nodes:
+      description: The node each rank ran on, by rank.
+      type: dict
+    outputs:
+      description: The collected output files, relative to O(run_dir).
+      type: list
+      elements: str
+    resumed_from:
+      description: The checkpoint given to the ranks, or null.
+      type: str
     provision_changed:
       description: Changed tasks in the provisioning phase of this playbook run (null without the callback).
       type: int
     phases:
-      description: Seconds of the provision, launch (launcher start until every rank joined) and train phases.
-      type: dict
-    rank_exit_codes:
-      description: Exit code of each rank that reported one, by rank.
+      description: Seconds of the provision, launch (launch script start until every rank started) and train
+        (until every rank ended) phases.
       type: dict
 """
 
@@ -125,14 +167,20 @@ import tempfile
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.multinode.training.plugins.module_utils.run_report import parse_events, summarize
+from ansible_collections.multinode.training.plugins.module_utils.run_report import read_run_dir, summarize
+
+# Collected files that are the job's outputs: what the ranks wrote to OUTPUT_DIR or in their working directory.
+OUTPUT_DIRS = ("outputs", "work")
 
 
-def read_events(run_dir: Path) -> list[dict]:
-    events: list[dict] = []
-    for log in sorted(run_dir.rglob("*.log")):
-        events.extend(parse_events(log.read_text(errors="replace")))
-    return events
+def collected_outputs(run_dir: Path, node_names: list[str]) -> list[str]:
+    """Every collected output file, relative to ``run_dir``."""
+    found = []
+    for node in node_names:
+        for name in OUTPUT_DIRS:
+            base = run_dir / "nodes" / node / name
+            found += [str(path.relative_to(run_dir)) for path in sorted(base.rglob("*")) if path.is_file()]
+    return found
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -149,12 +197,15 @@ def main() -> None:
         argument_spec=dict(
             run_dir=dict(type="path", required=True),
             job_id=dict(type="str", required=True),
+            job_name=dict(type="str", default=""),
+            resumed_from=dict(type="str", default=""),
             launcher=dict(type="str", required=True),
             nodes=dict(type="list", elements="str", required=True),
             node_names=dict(type="list", elements="str", required=True),
             world_size=dict(type="int", required=True),
             launcher_exit_code=dict(type="int", required=True),
             timed_out=dict(type="bool", default=False),
+            worker_states=dict(type="dict", default={}),
             phase_stats=dict(type="dict", default={}),
             settings=dict(type="dict", default={}),
         ),
@@ -164,17 +215,23 @@ def main() -> None:
     run_dir = Path(params["run_dir"])
     provision = params["phase_stats"].get("provision", {})
     summary = summarize(
+        read_run_dir(run_dir, params["node_names"]),
         job_id=params["job_id"],
         launcher=params["launcher"],
         nodes=params["nodes"],
         node_names=params["node_names"],
         world_size=params["world_size"],
         launcher_exit_code=params["launcher_exit_code"],
-        events=read_events(run_dir),
+        timed_out=params["timed_out"],
+        worker_states=params["worker_states"],
         provision_seconds=provision.get("seconds"),
         provision_changed=provision.get("changed"),
-        timed_out=params["timed_out"],
         extra=params["settings"],
+    )
+    summary.update(
+        job_name=params["job_name"] or None,
+        resumed_from=params["resumed_from"] or None,
+        outputs=collected_outputs(run_dir, params["node_names"]),
     )
     path = run_dir / "summary.json"
     if not module.check_mode:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,71 +33,8 @@ SPEC = LaunchSpec(
     omp_num_threads=8,
     env={"KMP_BLOCKTIME": "1"},
 )
-DIRS = {"job_dir": "/work/jobs/job-1", "code_dir": "/work/code"}
-
-TORCHRUN_SCRIPT = """\
-#!/bin/bash
-# Written by the multinode.training.launch_script module; local changes are overwritten.
-# Job job-1: torchrun across 3 nodes.
-set -u
-cd /work/code || exit
-logs=/work/jobs/job-1/logs
-event() { printf '{"event": "%s", "time": %s%s}\\n' "$1" "$(date +%s.%N)" "${2:-}" >>"$logs/launcher.log"; }
-event launch ', "launcher": "torchrun"'
-
-# One torchrun agent per node over SSH; each node's output goes to $logs/<node>.log.
-declare -A pids
-ssh -p 2222 10.0.0.1 'cd /work/code && exec env OMP_NUM_THREADS=8 I_MPI_HYDRA_IFACE=eth1 FI_TCP_IFACE=eth1 FI_SOCKETS_IFACE=eth1 CCL_KVS_IFACE=eth1 GLOO_SOCKET_IFNAME=eth1 NCCL_SOCKET_IFNAME=eth1 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 KMP_BLOCKTIME=1 torchrun --nnodes 3 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job-1 --local-addr 10.0.0.1 --max-restarts 0 --no-python bash /work/jobs/job-1/rank.sh python3 train.py --epochs 15' >"$logs/node1.log" 2>&1 </dev/null &
-pids[node1]=$!
-ssh -p 2222 10.0.0.2 'cd /work/code && exec env OMP_NUM_THREADS=8 I_MPI_HYDRA_IFACE=eth1 FI_TCP_IFACE=eth1 FI_SOCKETS_IFACE=eth1 CCL_KVS_IFACE=eth1 GLOO_SOCKET_IFNAME=eth1 NCCL_SOCKET_IFNAME=eth1 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 KMP_BLOCKTIME=1 torchrun --nnodes 3 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job-1 --local-addr 10.0.0.2 --max-restarts 0 --no-python bash /work/jobs/job-1/rank.sh python3 train.py --epochs 15' >"$logs/node2.log" 2>&1 </dev/null &
-pids[node2]=$!
-ssh -p 2222 10.0.0.3 'cd /work/code && exec env OMP_NUM_THREADS=8 I_MPI_HYDRA_IFACE=eth1 FI_TCP_IFACE=eth1 FI_SOCKETS_IFACE=eth1 CCL_KVS_IFACE=eth1 GLOO_SOCKET_IFNAME=eth1 NCCL_SOCKET_IFNAME=eth1 MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 KMP_BLOCKTIME=1 torchrun --nnodes 3 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job-1 --local-addr 10.0.0.3 --max-restarts 0 --no-python bash /work/jobs/job-1/rank.sh python3 train.py --epochs 15' >"$logs/node3.log" 2>&1 </dev/null &
-pids[node3]=$!
-
-# Wait for every agent, in host order; the script exits with the first non-zero code.
-status=0
-for node in node1 node2 node3; do
-  wait "${pids[$node]}"
-  code=$?
-  event node_exit ", \\"node\\": \\"$node\\", \\"code\\": $code"
-  [ "$status" -ne 0 ] || status=$code
-done
-exit "$status"
-"""
-
-MPIEXEC_SCRIPT = """\
-#!/bin/bash
-# Written by the multinode.training.launch_script module; local changes are overwritten.
-# Job job-1: mpiexec across 3 nodes.
-set -u
-cd /work/code || exit
-logs=/work/jobs/job-1/logs
-event() { printf '{"event": "%s", "time": %s%s}\\n' "$1" "$(date +%s.%N)" "${2:-}" >>"$logs/launcher.log"; }
-event launch ', "launcher": "mpiexec"'
-
-# mpiexec starts every rank itself; its output goes to $logs/mpiexec.log.
-mpiexec.hydra \\
-  -n 6 \\
-  -ppn 2 \\
-  -f /work/jobs/job-1/hostfile \\
-  -iface eth1 \\
-  -prepend-rank \\
-  -genv OMP_NUM_THREADS 8 \\
-  -genv I_MPI_HYDRA_IFACE eth1 \\
-  -genv FI_TCP_IFACE eth1 \\
-  -genv FI_SOCKETS_IFACE eth1 \\
-  -genv CCL_KVS_IFACE eth1 \\
-  -genv GLOO_SOCKET_IFNAME eth1 \\
-  -genv NCCL_SOCKET_IFNAME eth1 \\
-  -genv MASTER_ADDR 10.0.0.1 \\
-  -genv MASTER_PORT 29500 \\
-  -genv KMP_BLOCKTIME 1 \\
-  -genv I_MPI_PERHOST 2 \\
-  bash /work/jobs/job-1/rank.sh python3 train.py --epochs 15 >"$logs/mpiexec.log" 2>&1 </dev/null
-code=$?
-event launcher_exit ", \\"code\\": $code"
-exit "$code"
-"""
+DIRS = {"job_dir": "/work/jobs/job-1", "work_dir": "/work/jobs/job-1/work"}
+GOLDEN = Path(__file__).parent / "fixtures" / "launch_script"
 
 MPIRUN_COMMAND = """\
 mpirun \\
@@ -116,10 +55,8 @@ mpirun \\
   -x MASTER_ADDR=10.0.0.1 \\
   -x MASTER_PORT=29500 \\
   -x KMP_BLOCKTIME=1 \\
-  bash /work/jobs/job-1/rank.sh python3 train.py --epochs 15 >"$logs/mpirun.log" 2>&1 </dev/null
-code=$?
-event launcher_exit ", \\"code\\": $code"
-exit "$code"
+  bash /work/jobs/job-1/rank.sh python3 train.py --epochs 15 >"$logs/mpirun.log" 2>&1 </dev/null &
+launcher=$!
 """
 
 
@@ -134,17 +71,14 @@ def render(**changes) -> str:
 # ---------------------------------------------------------------- golden scripts
 
 
-def test_torchrun_golden():
-    assert render() == TORCHRUN_SCRIPT
-
-
-def test_mpiexec_golden():
-    assert render(launcher="mpiexec") == MPIEXEC_SCRIPT
+@pytest.mark.parametrize("launcher", ["torchrun", "mpiexec"])
+def test_golden(launcher):
+    assert render(launcher=launcher) == (GOLDEN / f"{launcher}.sh").read_text()
 
 
 def test_mpirun_writes_its_own_log_and_launcher_exit():
     script = render(launcher="mpirun")
-    assert script.endswith("# mpirun starts every rank itself; its output goes to $logs/mpirun.log.\n" + MPIRUN_COMMAND)
+    assert "its output goes to $logs/mpirun.log.\n" + MPIRUN_COMMAND in script
     assert 'event launch \', "launcher": "mpirun"\'\n' in script
 
 
@@ -168,9 +102,9 @@ def test_quotes_an_argument_with_spaces_for_the_local_and_the_remote_shell():
 
 
 def test_quotes_the_directories():
-    script = render_launch_script(SPEC, job_dir="/work/my jobs/job-1", code_dir="/work/my code")
+    script = render_launch_script(SPEC, job_dir="/work/my jobs/job-1", work_dir="/work/my code")
     assert "cd '/work/my code' || exit\nlogs='/work/my jobs/job-1/logs'\n" in script
-    assert "ssh -p 2222 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && exec env " in script
+    assert "ssh -p 2222 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
 
 
 def test_job_id_cannot_break_out_of_the_comment():
@@ -200,69 +134,149 @@ def test_build_errors_propagate():
 
 # ---------------------------------------------------------------- running the scripts
 
-FAKE_SSH = """\
-#!/bin/bash
-# ssh -p PORT ADDRESS COMMAND...: run COMMAND through a shell, as sshd does.
-shift 3
-exec bash -c "$*"
+# ssh [-p PORT] [-o OPT] ADDRESS COMMAND...: run COMMAND through a shell, as sshd does, with the job
+# directory (all "nodes" are this machine) renamed per address, so each node has its own agent.pid.
+# The SSH check (`true`) of 10.0.0.9 is refused, as a host whose key changed is.
+FAKE_SSH = r"""#!/bin/bash
+while [ "${1#-}" != "$1" ]; do shift 2; done
+address=$1; shift
+command="$*"
+if [ "$address" = 10.0.0.9 ] && [ "$command" = true ]; then
+  echo "Host key for [$address]:2222 has changed and you have requested strict checking." >&2
+  echo "Host key verification failed." >&2
+  exit 255
+fi
+mkdir -p "$JOB-$address/work"
+exec bash -c "${command//$JOB\//$JOB-$address/}"
 """
-# Prints its working directory and arguments; fails with 3 on 10.0.0.2.
+# Prints its working directory and arguments; on 10.0.0.2 fails with 3 after FAIL_AFTER seconds,
+# elsewhere runs until SIGTERM (exit 143), as torchrun agents whose ranks wait on a dead peer do.
 FAKE_LAUNCHER = """\
 #!/bin/bash
 pwd
 printf '<%s>\\n' "$@"
-case " $* " in *" 10.0.0.2 "*) exit 3 ;; esac
+case " $* " in *" 10.0.0.2 "*) sleep "${FAIL_AFTER:-0}"; exit 3 ;; esac
+[ -n "${HANG:-}" ] || exit 0
+trap 'echo stopped; exit 143' TERM
+sleep 60 & wait
 """
 
 
-def run_script(tmp_path: Path, script: str, launcher: str, launcher_dir: Path | None = None) -> tuple[int, Path]:
-    """Run ``script`` with a fake ssh and launcher on PATH (the launcher in ``launcher_dir`` when given)."""
-    bin_dir, code_dir, logs = tmp_path / "bin", tmp_path / "code", tmp_path / "job" / "logs"
+def run_script(
+    tmp_path: Path, script: str, launcher: str, *, launcher_dir: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, Path, float]:
+    """Run ``script`` with the fake ssh and launcher on PATH; returns its exit code, logs and seconds."""
+    bin_dir, work_dir, logs = tmp_path / "bin", tmp_path / "job" / "work", tmp_path / "job" / "logs"
     launcher_dir = launcher_dir or bin_dir
-    for directory in (bin_dir, launcher_dir, code_dir, logs):
+    for directory in (bin_dir, launcher_dir, work_dir, logs):
         directory.mkdir(parents=True, exist_ok=True)
     for path, text in ((bin_dir / "ssh", FAKE_SSH), (launcher_dir / launcher, FAKE_LAUNCHER)):
         path.write_text(text)
         path.chmod(0o755)
     path = tmp_path / "launch.sh"
     path.write_text(script)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
-    done = subprocess.run(["bash", str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-    return done.returncode, logs
+    environment = {"PATH": f"{bin_dir}:/usr/bin:/bin", "JOB": str(tmp_path / "job"), **(env or {})}
+    started = time.monotonic()
+    done = subprocess.run(["bash", str(path)], cwd=tmp_path, env=environment, capture_output=True, text=True, check=False)
+    return done.returncode, logs, time.monotonic() - started
+
+
+def render_in(tmp_path: Path, changes: dict, **options) -> str:
+    return render_launch_script(
+        spec(**changes), job_dir=str(tmp_path / "job"), work_dir=str(tmp_path / "job" / "work"), **options
+    )
+
+
+def kinds_of(logs: Path) -> list[str]:
+    return [event["event"] for event in parse_events((logs / "launcher.log").read_text())]
 
 
 def test_torchrun_script_runs_each_agent_and_reports_each_node(tmp_path):
-    command = ["echo", "a b", "it's"]
-    script = render_launch_script(spec(command=command), job_dir=str(tmp_path / "job"), code_dir=str(tmp_path / "code"))
-    code, logs = run_script(tmp_path, script, "torchrun")
+    script = render_in(tmp_path, {"command": ["echo", "a b", "it's"]})
+    code, logs, _ = run_script(tmp_path, script, "torchrun")
 
     assert code == 3
     events = parse_events((logs / "launcher.log").read_text())
-    assert [event["event"] for event in events] == ["launch", "node_exit", "node_exit", "node_exit"]
+    assert kinds_of(logs)[:4] == ["launch", "ssh_check", "ssh_check", "ssh_check"]
     assert events[0]["launcher"] == "torchrun"
-    assert [(event["node"], event["code"]) for event in events[1:]] == [("node1", 0), ("node2", 3), ("node3", 0)]
+    exits = {event["node"]: (event["code"], event["after_abort"]) for event in events if event["event"] == "node_exit"}
+    assert exits["node2"] == (3, False)
     lines = (logs / "node2.log").read_text().splitlines()
-    assert lines[0] == str(tmp_path / "code")
+    assert lines[0] == str(tmp_path / "job-10.0.0.2" / "work")
     assert lines[-3:] == ["<echo>", "<a b>", "<it's>"]
     assert "<10.0.0.2>" in lines
 
 
+def test_the_first_failing_agent_stops_the_others_at_once(tmp_path):
+    code, logs, seconds = run_script(tmp_path, render_in(tmp_path, {}), "torchrun", env={"HANG": "1", "FAIL_AFTER": "1"})
+
+    assert code == 3
+    assert seconds < 10, "the other agents were not stopped"
+    events = parse_events((logs / "launcher.log").read_text())
+    assert [event["event"] for event in events if event["event"] in ("node_exit", "abort")][:2] == ["node_exit", "abort"]
+    stopped = {event["node"]: event for event in events if event["event"] == "node_exit" and event["node"] != "node2"}
+    assert {node: (event["code"], event["after_abort"]) for node, event in stopped.items()} == {
+        "node1": (143, True),
+        "node3": (143, True),
+    }
+    assert (logs / "node1.log").read_text().splitlines()[-1] == "stopped"
+
+
+def test_a_refused_ssh_check_stops_the_job_before_any_rank(tmp_path):
+    hosts = [HOSTS[0], HostEntry(name="node9", address="10.0.0.9", slots=2)]
+    code, logs, _ = run_script(tmp_path, render_in(tmp_path, {"hosts": hosts}), "torchrun")
+
+    assert code == 255
+    events = parse_events((logs / "launcher.log").read_text())
+    assert kinds_of(logs)[-1] == "launcher_exit"
+    assert {(e["node"], e["code"]) for e in events if e["event"] == "ssh_check"} == {("node1", 0), ("node9", 255)}
+    assert "Host key verification failed." in (logs / "ssh-node9.log").read_text()
+    assert not (logs / "node1.log").exists(), "an agent started although a node refused SSH"
+
+
+def test_stages_the_checkpoint_to_the_nodes_that_lack_it(tmp_path):
+    checkpoint = tmp_path / "job" / "checkpoints" / "epoch-3"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "state.pt").write_text("weights")
+    hosts = [HOSTS[0], HOSTS[2]]
+    script = render_in(tmp_path, {"hosts": hosts}, stage_paths=[str(checkpoint)])
+    run_script(tmp_path, script, "torchrun")
+
+    copied = tmp_path / "job-10.0.0.3" / "checkpoints" / "epoch-3" / "state.pt"
+    assert copied.read_text() == "weights"
+    events = parse_events((logs_of(tmp_path) / "launcher.log").read_text())
+    assert [(e["node"], e["code"]) for e in events if e["event"] == "staged"] == [("node3", 0)]
+
+
+def logs_of(tmp_path: Path) -> Path:
+    return tmp_path / "job" / "logs"
+
+
 def test_single_launcher_script_reports_its_exit_code(tmp_path):
-    mpirun = spec(launcher="mpirun", command=["echo", "a b"])
-    script = render_launch_script(mpirun, job_dir=str(tmp_path / "job"), code_dir=str(tmp_path / "code"))
-    code, logs = run_script(tmp_path, script, "mpirun")
+    mpirun = spec(launcher="mpirun", command=["echo", "a b"], hosts=[HOSTS[0], HOSTS[2]])
+    script = render_launch_script(mpirun, job_dir=str(tmp_path / "job"), work_dir=str(tmp_path / "job" / "work"))
+    code, logs, _ = run_script(tmp_path, script, "mpirun")
 
     assert code == 0
     events = parse_events((logs / "launcher.log").read_text())
-    assert [(event["event"], event.get("launcher"), event.get("code")) for event in events] == [
-        ("launch", "mpirun", None),
-        ("launcher_exit", None, 0),
+    assert [(e["event"], e.get("code")) for e in events if e["event"] != "ssh_check"] == [
+        ("launch", None),
+        ("launcher_exit", 0),
     ]
     lines = (logs / "mpirun.log").read_text().splitlines()
-    assert lines[0] == str(tmp_path / "code")
+    assert lines[0] == str(tmp_path / "job" / "work")
     assert lines[1:] == [f"<{word}>" for word in build(mpirun)[0][1:]]
-    assert lines[-2:] == ["<echo>", "<a b>"]
 
+
+def test_a_signal_to_the_script_reaches_the_launcher(tmp_path):
+    run_script(tmp_path, "exit 0\n", "mpirun")  # lays out the fake programs
+    (tmp_path / "launch.sh").write_text(render_in(tmp_path, {"launcher": "mpirun", "hosts": [HOSTS[0]]}))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "JOB": str(tmp_path / "job"), "HANG": "1"}
+    process = subprocess.Popen(["bash", str(tmp_path / "launch.sh")], cwd=tmp_path, env=env)
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 143
+    assert (logs_of(tmp_path) / "mpirun.log").read_text().splitlines()[-1] == "stopped"
 
 
 @pytest.mark.parametrize("launcher, program", [("torchrun", "torchrun"), ("mpiexec", "mpiexec.hydra")])
@@ -274,14 +288,14 @@ def test_env_script_is_sourced_locally_and_by_every_remote_shell(
     env_dir = tmp_path / "env dir"
     env_dir.mkdir()
     (env_dir / "env.sh").write_text(f'export PATH="{env_dir / "bin"}:$PATH"\n')
-    script = render_launch_script(
-        spec(launcher=launcher, hosts=[HOSTS[0], HOSTS[2]]),
-        job_dir=str(tmp_path / "job"),
-        code_dir=str(tmp_path / "code"),
+    script = render_in(
+        tmp_path,
+        {"launcher": launcher, "hosts": [HOSTS[0], HOSTS[2]]},
         env_script=str(env_dir / "env.sh") if with_env_script else "",
     )
-    code, logs = run_script(tmp_path, script, program, launcher_dir=env_dir / "bin")
+    code, logs, _ = run_script(tmp_path, script, program, launcher_dir=env_dir / "bin")
 
     assert code == expected_code
-    exit_codes = [event["code"] for event in parse_events((logs / "launcher.log").read_text()) if "code" in event]
-    assert exit_codes == [expected_code] * (2 if launcher == "torchrun" else 1)
+    events = parse_events((logs / "launcher.log").read_text())
+    exit_codes = [event["code"] for event in events if event["event"] in ("node_exit", "launcher_exit")]
+    assert exit_codes[0] == expected_code

@@ -1,55 +1,108 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run summary: success from exit codes, failures root cause first, and the collected run directory."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils.run_report import (
+    RunRecords,
+    describe_signal,
+    explain_ssh_failure,
+    failure_reasons,
     parse_events,
+    read_run_dir,
     summarize,
 )
 
-T0 = 1_000.0  # launcher started
-NODES = ["worker1", "worker2"]
+T0 = 1_000.0  # the launch script started
+NAMES = ["node1", "node2", "node3"]
+NODES = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+LAUNCH = {"event": "launch", "launcher": "torchrun", "time": T0}
+NO_END = "left no exit status (it was killed with its wrapper or node)"
+HOST_KEY_CHANGED = """\
+@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
+@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
+IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!
+Host key for [10.0.0.2]:2222 has changed and you have requested strict checking.
+Host key verification failed.
+"""
 
 
-def run_events(world_size: int = 3, *, skip_join: int | None = None, skip_done: int | None = None) -> list[dict]:
-    """Events of a run: launch at T0, ranks join at T0+5..7, two epochs, result, done at T0+30..32."""
-    events: list[dict] = [{"event": "launch", "launcher": "torchrun", "time": T0}]
-    for rank in range(world_size):
-        if rank != skip_join:
-            host = NODES[rank % len(NODES)]
-            events.append(
-                {"event": "joined", "rank": rank, "world_size": world_size, "host": host, "time": T0 + 5 + rank}
-            )
-    events += [
-        {"event": "epoch", "epoch": 2, "loss": 0.4, "samples_per_s": 900.0, "time": T0 + 20},
-        {"event": "epoch", "epoch": 1, "loss": 1.2, "samples_per_s": 800.0, "time": T0 + 10},
-        {"event": "result", "test_accuracy": 0.97, "epochs": 2, "world_size": world_size, "time": T0 + 29},
-    ]
-    for rank in range(world_size):
-        if rank not in (skip_join, skip_done):
-            events.append({"event": "done", "rank": rank, "time": T0 + 30 + rank})
-            events.append({"event": "exit", "rank": rank, "code": 0, "host": NODES[rank % len(NODES)], "time": T0 + 33})
-    return events
+def rank_status(
+    rank: int,
+    *,
+    code: int | None = 0,
+    ended: float | None = None,
+    signal: int | None = None,
+    stopped: bool = False,
+    started: float | None = None,
+) -> dict[str, Any]:
+    """What rank.sh records for ``rank`` (on NAMES[rank]): started at T0+5+rank and, unless ``code`` is None,
+    ended at T0+30+rank."""
+    node = NAMES[rank % len(NAMES)]
+    status: dict[str, Any] = {"rank": rank, "node": node, "host": node, "started": started or T0 + 5 + rank}
+    if code is not None:
+        status.update(ended=ended or T0 + 30 + rank, code=code, signal=signal, stopped=stopped)
+    return status
 
 
-def summary_of(events: list[dict], **overrides) -> dict:
-    kwargs = dict(
-        job_id="job-1",
-        launcher="torchrun",
-        nodes=NODES,
-        world_size=3,
-        events=events,
-        provision_seconds=12.345,
-        provision_changed=0,
-        timed_out=False,
+def make_records(
+    *changed: dict[str, Any],
+    absent: tuple[int, ...] = (),
+    world_size: int = 3,
+    launcher_events: list[dict[str, Any]] | None = None,
+    rank_events: dict[int, list[dict[str, Any]]] | None = None,
+    ssh_logs: dict[str, str] | None = None,
+    agent_logs: dict[str, str] | None = None,
+) -> RunRecords:
+    """A run where every rank exited 0, but for the ``changed`` statuses and the ``absent`` ranks."""
+    statuses = {rank: rank_status(rank) for rank in range(world_size) if rank not in absent}
+    statuses.update({status["rank"]: status for status in changed})
+    return RunRecords(
+        launcher_events=launcher_events or [],
+        rank_status=statuses,
+        rank_events=rank_events or {},
+        ssh_logs=ssh_logs or {},
+        agent_logs=agent_logs or {},
     )
+
+
+def summary_of(records: RunRecords, **overrides: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "job_id": "job-1",
+        "launcher": "torchrun",
+        "nodes": NODES,
+        "node_names": NAMES,
+        "world_size": 3,
+        "timed_out": False,
+        "launcher_exit_code": 0,
+        "provision_seconds": 12.345,
+        "provision_changed": 0,
+    }
     kwargs.update(overrides)
-    return summarize(**kwargs)
+    return summarize(records, **kwargs)
 
 
-def test_parse_events_skips_noise_and_strips_prefixes():
+def reasons_of(records: RunRecords, **overrides: Any) -> list[str]:
+    summary = summary_of(records, **overrides)
+    assert summary["status"] == ("failed" if summary["failure_reasons"] else "succeeded")
+    return summary["failure_reasons"]
+
+
+def node_exit(node: str, code: int, at: float, *, after_abort: bool = False) -> dict[str, Any]:
+    return {"event": "node_exit", "node": node, "code": code, "after_abort": after_abort, "time": at}
+
+
+# --- parse_events ---
+
+
+def test_parse_events_skips_noise_and_strips_prefixes() -> None:
     text = "\n".join(
         [
             "W1122 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment variable",
@@ -61,6 +114,7 @@ def test_parse_events_skips_noise_and_strips_prefixes():
             "[2] [1, 2, 3]",
             "Traceback: {not json}",
             '{"event": "result", "test_accuracy": 0.95}\r',
+            '{"event": "epoch", "epoch": 2} trailing words',
             "",
         ]
     )
@@ -69,145 +123,525 @@ def test_parse_events_skips_noise_and_strips_prefixes():
         {"event": "done", "rank": 1, "time": 2.0},
         {"event": "epoch", "epoch": 1, "loss": 0.5},
         {"event": "result", "test_accuracy": 0.95},
+        {"event": "epoch", "epoch": 2},
     ]
 
 
-def test_parse_events_of_empty_log():
+def test_parse_events_of_empty_log() -> None:
     assert parse_events("") == []
 
 
-def test_success_summary():
-    summary = summary_of(run_events(), extra={"omp_num_threads": 1})
+# --- success ---
 
+CLEAN_LAUNCHER_EVENTS = [
+    LAUNCH,
+    *({"event": "ssh_check", "node": name, "code": 0, "time": T0 + 1} for name in NAMES),
+    {"event": "staged", "node": "node2", "code": 0, "time": T0 + 2},
+    *(node_exit(name, 0, T0 + 33) for name in NAMES),
+    {"event": "launcher_exit", "code": 0, "time": T0 + 34},
+]
+
+
+@pytest.mark.parametrize(
+    ("launcher_events", "launcher_exit_code", "node_exit_codes", "launch_seconds"),
+    [
+        pytest.param([], 0, {}, None, id="exit-codes-alone"),
+        pytest.param(CLEAN_LAUNCHER_EVENTS, None, dict.fromkeys(NAMES, 0), 7.0, id="clean-launcher-events"),
+    ],
+)
+def test_success_needs_only_exit_codes(
+    launcher_events: list[dict[str, Any]],
+    launcher_exit_code: int | None,
+    node_exit_codes: dict[str, int],
+    launch_seconds: float | None,
+) -> None:
+    summary = summary_of(make_records(launcher_events=launcher_events), launcher_exit_code=launcher_exit_code)
+    assert summary == {
+        "job_id": "job-1",
+        "status": "succeeded",
+        "failure_reasons": [],
+        "launcher": "torchrun",
+        "world_size": 3,
+        "nodes": NODES,
+        "node_names": NAMES,
+        "test_accuracy": None,
+        "metrics": {},
+        "epochs": [],
+        "ranks_started": [0, 1, 2],
+        "rank_exit_codes": {"0": 0, "1": 0, "2": 0},
+        "rank_nodes": {"0": "node1", "1": "node2", "2": "node3"},
+        "node_exit_codes": node_exit_codes,
+        "launcher_exit_code": 0,
+        "provision_changed": 0,
+        "phases": {"provision": 12.35, "launch": launch_seconds, "train": 25.0},
+    }
+    json.dumps(summary)
+
+
+@pytest.mark.parametrize("extra", [{"omp_num_threads": 4}, {}])
+def test_settings_are_recorded_when_given(extra: dict[str, Any]) -> None:
+    assert summary_of(make_records(), extra=extra)["settings"] == extra
+    assert "settings" not in summary_of(make_records())
+
+
+def test_running_workers_are_no_failure() -> None:
+    states = {name: {"running": True, "exit_code": 0, "present": True, "what": "worker container"} for name in NAMES}
+    assert reasons_of(make_records(), worker_states=states) == []
+
+
+# --- optional script events ---
+
+EPOCHS = [
+    {"event": "epoch", "epoch": 2, "loss": 0.4, "samples_per_s": 900.0, "time": T0 + 20},
+    {"event": "epoch", "epoch": 1, "loss": 1.2, "samples_per_s": 800.0, "time": T0 + 10},
+]
+SORTED_EPOCHS = [
+    {"epoch": 1, "loss": 1.2, "samples_per_s": 800.0},
+    {"epoch": 2, "loss": 0.4, "samples_per_s": 900.0},
+]
+
+
+@pytest.mark.parametrize(
+    ("rank0_events", "accuracy", "metrics", "epochs"),
+    [
+        pytest.param(
+            [
+                {"event": "joined", "rank": 0},
+                *EPOCHS,
+                {"event": "result", "test_accuracy": 0.5, "time": T0 + 28},
+                {"event": "result", "test_accuracy": 0.97, "test_loss": 0.1, "epochs": 2, "time": T0 + 29},
+                {"event": "done", "rank": 0},
+            ],
+            0.97,
+            {"test_accuracy": 0.97, "test_loss": 0.1, "epochs": 2},
+            SORTED_EPOCHS,
+            id="epochs-and-last-result",
+        ),
+        pytest.param(EPOCHS, None, {}, SORTED_EPOCHS, id="no-result"),
+        pytest.param([{"event": "result", "f1": 0.8}], None, {"f1": 0.8}, [], id="result-without-accuracy"),
+        pytest.param([{"event": "epoch", "epoch": 1}], None, {}, [{"epoch": 1, "loss": None, "samples_per_s": None}]),
+    ],
+)
+def test_metrics_come_from_rank_0_events(
+    rank0_events: list[dict[str, Any]], accuracy: float | None, metrics: dict[str, Any], epochs: list[dict[str, Any]]
+) -> None:
+    other_ranks = [{"event": "result", "test_accuracy": 0.1}, {"event": "epoch", "epoch": 9, "loss": 9.0}]
+    summary = summary_of(make_records(rank_events={0: rank0_events, 1: other_ranks}))
     assert summary["status"] == "succeeded"
-    assert summary["failure_reasons"] == []
-    assert summary["job_id"] == "job-1"
-    assert summary["launcher"] == "torchrun"
-    assert summary["world_size"] == 3
-    assert summary["nodes"] == NODES
-    assert summary["test_accuracy"] == 0.97
-    assert summary["epochs"] == [
-        {"epoch": 1, "loss": 1.2, "samples_per_s": 800.0},
-        {"epoch": 2, "loss": 0.4, "samples_per_s": 900.0},
-    ]
-    assert summary["ranks_joined"] == [0, 1, 2]
-    assert summary["ranks_done"] == [0, 1, 2]
-    assert summary["rank_exit_codes"] == {"0": 0, "1": 0, "2": 0}
-    assert summary["provision_changed"] == 0
-    assert summary["settings"] == {"omp_num_threads": 1}
-    json.dumps(summary)  # serialisable
+    assert (summary["test_accuracy"], summary["metrics"], summary["epochs"]) == (accuracy, metrics, epochs)
 
 
-def test_no_settings_without_extra():
-    assert "settings" not in summary_of(run_events())
+def test_odd_epoch_events_do_not_break_the_summary() -> None:
+    events = [{"event": "epoch", "epoch": None}, {"event": "epoch", "epoch": "1/10"}, {"event": "epoch", "epoch": 2}]
+    assert summary_of(make_records(rank_events={0: events}))["status"] == "succeeded"
 
 
-def test_phase_arithmetic():
-    # launch: T0 -> last joined (T0+7); train: last joined -> last done (T0+32)
-    assert summary_of(run_events())["phases"] == {"provision": 12.35, "launch": 7.0, "train": 25.0}
+# --- phases ---
 
 
-def test_phase_rounding_and_unknown_provision():
-    events = run_events()
-    events[2]["time"] = T0 + 7.123456
-    phases = summary_of(events, provision_seconds=None)["phases"]
-    assert phases == {"provision": None, "launch": 7.12, "train": 24.88}
+@pytest.mark.parametrize(
+    ("changed", "absent", "provision", "expected"),
+    [
+        pytest.param((), (), 12.345, {"provision": 12.35, "launch": 7.0, "train": 25.0}, id="complete"),
+        pytest.param(
+            (rank_status(2, started=T0 + 7.123456),),
+            (),
+            None,
+            {"provision": None, "launch": 7.12, "train": 24.88},
+            id="rounding",
+        ),
+        pytest.param(
+            (rank_status(1, code=None),), (), 1.0, {"provision": 1.0, "launch": 7.0, "train": None}, id="no-end"
+        ),
+        pytest.param((), (1,), 1.0, {"provision": 1.0, "launch": None, "train": None}, id="never-started"),
+    ],
+)
+def test_phases(
+    changed: tuple[dict[str, Any], ...], absent: tuple[int, ...], provision: float | None, expected: dict
+) -> None:
+    # The earliest launch event counts: the launch script logs one, a retry might log another.
+    events = [LAUNCH, {**LAUNCH, "time": T0 + 3}]
+    records = make_records(*changed, absent=absent, launcher_events=events)
+    assert summary_of(records, provision_seconds=provision)["phases"] == expected
 
 
-def test_failed_node_is_named():
-    events = run_events() + [{"event": "node_exit", "node": "worker2", "code": 1, "time": T0 + 34}]
-    summary = summary_of(events)
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == ["node worker2 exited 1"]
-    assert summary["node_exit_codes"] == {"worker2": 1}
+# --- failures, root cause first ---
 
 
-def test_failed_rank_is_named_with_its_host():
-    events = run_events(skip_done=2) + [{"event": "exit", "rank": 2, "code": 137, "host": "worker1", "time": T0 + 31}]
-    summary = summary_of(events)
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == [
-        "rank 2 (host worker1) exited 137",
-        "rank 2 (host worker1) never reported done",
-    ]
-    assert summary["rank_exit_codes"] == {"0": 0, "1": 0, "2": 137}
-    assert summary["ranks_done"] == [0, 1]
-    assert summary["phases"]["train"] is None
-
-
-def test_rank_that_never_joined():
-    summary = summary_of(run_events(skip_join=1))
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == ["rank 1 never joined"]
-    assert summary["ranks_joined"] == [0, 2]
-    assert summary["phases"]["launch"] is None
-    assert summary["phases"]["train"] is None
-
-
-def test_rank_that_never_finished():
-    summary = summary_of(run_events(skip_done=1))
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == ["rank 1 (host worker2) never reported done"]
-    assert summary["phases"]["launch"] == 7.0
-    assert summary["phases"]["train"] is None
-
-
-def test_missing_result():
-    events = [event for event in run_events() if event["event"] != "result"]
-    summary = summary_of(events)
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == ["no result event from rank 0"]
-    assert summary["test_accuracy"] is None
-
-
-def test_timeout():
-    events = [event for event in run_events() if event["event"] not in ("done", "result")]
-    summary = summary_of(events, timed_out=True, launcher_exit_code=124)
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == [
-        "timed out",
-        "launcher exited 124",
-        "rank 0 (host worker1) never reported done",
-        "rank 1 (host worker2) never reported done",
-        "rank 2 (host worker1) never reported done",
-        "no result event from rank 0",
-    ]
-
-
-def test_timeout_alone_fails_a_complete_run():
-    summary = summary_of(run_events(), timed_out=True)
-    assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == ["timed out"]
-
-
-def test_launcher_that_did_not_end():
-    summary = summary_of(run_events(), launcher_exit_code=-1)
-    assert summary["failure_reasons"] == ["launcher did not end"]
-
-
-def test_codes_and_launch_time_from_launcher_events():
-    """What the launcher role's scripts log: launch, per-rank exit, per-node exit, launcher exit."""
-    events = (
-        [{"event": "launch", "launcher": "torchrun", "time": T0 - 1}]
-        + run_events()
-        + [{"event": "exit", "rank": rank, "code": 0, "host": "c", "time": T0 + 33} for rank in (2, 0, 1)]
-        + [
-            {"event": "node_exit", "node": "worker1", "code": 0, "time": T0 + 34},
-            {"event": "node_exit", "node": "worker2", "code": 1, "time": T0 + 34},
-            {"event": "launcher_exit", "code": 1, "time": T0 + 35},
-        ]
+def test_first_rank_to_fail_comes_first() -> None:
+    records = make_records(
+        rank_status(2, code=1, ended=T0 + 11),
+        rank_status(0, code=1, ended=T0 + 11),
+        rank_status(1, code=3, ended=T0 + 10),
     )
-    summary = summary_of(events, node_names=["n1", "n2"])
-    assert summary["rank_exit_codes"] == {"0": 0, "1": 0, "2": 0}
-    assert summary["node_exit_codes"] == {"worker1": 0, "worker2": 1}
-    assert summary["launcher_exit_code"] == 1
-    assert summary["node_names"] == ["n1", "n2"]
-    assert summary["phases"]["launch"] == 8.0
-    assert summary["failure_reasons"] == ["launcher exited 1", "node worker2 exited 1"]
-
-
-def test_rank_without_exit_status_fails_the_run():
-    events = [event for event in run_events() if not (event["event"] == "exit" and event["rank"] == 1)]
-    summary = summary_of(events)
+    summary = summary_of(records, launcher_exit_code=1)
     assert summary["status"] == "failed"
-    assert summary["failure_reasons"] == ["rank 1 (host worker2) reported no exit status"]
+    assert summary["failure_reasons"] == [
+        "rank 1 on node2 exited 3",
+        "rank 0 on node1 exited 1",
+        "rank 2 on node3 exited 1",
+        "launcher exited 1",
+    ]
+    assert summary["rank_exit_codes"] == {"0": 1, "1": 3, "2": 1}
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        (
+            {"running": False, "exit_code": 137, "present": True, "what": "worker container"},
+            "node3: the worker container is not running, it died (exit code 137)",
+        ),
+        (
+            {"running": False, "exit_code": 137, "present": True, "oom_killed": True, "what": "worker container"},
+            "node3: the worker container is not running, it died (killed by the out-of-memory killer)",
+        ),
+        (
+            {"running": False, "present": False, "what": "worker container"},
+            "node3: there is no worker container (removed; run the provisioning again)",
+        ),
+        ({"running": False, "exit_code": 1}, "node3: the worker is not running, it died (exit code 1)"),
+    ],
+)
+def test_dead_worker_comes_first(state: dict[str, Any], reason: str) -> None:
+    records = make_records(rank_status(0, code=1, ended=T0 + 2), rank_status(2, code=None))
+    states = {"node1": {"running": True, "what": "worker container"}, "node3": state}
+    assert reasons_of(records, worker_states=states, launcher_exit_code=1) == [
+        reason,
+        "rank 0 on node1 exited 1",
+        "launcher exited 1",
+        f"rank 2 on node3 {NO_END}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ssh_logs", "reason"),
+    [
+        ({"node2": HOST_KEY_CHANGED}, "node2: SSH host key changed (possible man-in-the-middle), connection refused"),
+        ({}, "node2: SSH connection failed or was lost (ssh exited 255)"),
+    ],
+)
+def test_failed_ssh_check_comes_first(ssh_logs: dict[str, str], reason: str) -> None:
+    events = [
+        LAUNCH,
+        *(
+            {"event": "ssh_check", "node": name, "code": 255 if name == "node2" else 0, "time": T0 + 1}
+            for name in NAMES
+        ),
+        {"event": "abort", "reason": "ssh check failed", "time": T0 + 2},
+        {"event": "launcher_exit", "code": 1, "time": T0 + 2},
+    ]
+    records = RunRecords(launcher_events=events, ssh_logs={"node1": "Permission denied", **ssh_logs})
+    summary = summary_of(records, launcher_exit_code=None)
+    assert summary["failure_reasons"] == [reason, "launcher exited 1", "no rank started"]
+    assert summary["launcher_exit_code"] == 1
+    assert summary["ranks_started"] == []
+    assert summary["phases"] == {"provision": 12.35, "launch": None, "train": None}
+
+
+def test_consequences_come_after_the_failure_they_followed() -> None:
+    # torchrun: rank 1 fails, its agent exits 1 and the launch script stops the rest; node1's clock is behind.
+    records = make_records(
+        rank_status(1, code=3, ended=T0 + 10),
+        rank_status(0, code=143, signal=15, stopped=True, ended=T0 + 9),
+        rank_status(2, code=143, signal=15, stopped=True, ended=T0 + 11),
+        launcher_events=[
+            LAUNCH,
+            node_exit("node2", 1, T0 + 10.5),
+            node_exit("node1", 1, T0 + 12, after_abort=True),
+            node_exit("node3", 1, T0 + 12, after_abort=True),
+            {"event": "abort", "reason": "node2 failed", "time": T0 + 10.6},
+            {"event": "launcher_exit", "code": 1, "time": T0 + 13},
+        ],
+    )
+    summary = summary_of(records, launcher_exit_code=None)
+    assert summary["failure_reasons"] == [
+        "rank 1 on node2 exited 3",
+        "rank 0 on node1 was stopped after the failure (exit 143)",  # before rank 1 by the clock, still after it
+        "node2: torchrun agent exited 1",
+        "rank 2 on node3 was stopped after the failure (exit 143)",
+        "node1: torchrun agent stopped after the failure",
+        "node3: torchrun agent stopped after the failure",
+        "launcher exited 1",
+    ]
+    assert summary["node_exit_codes"] == {"node1": 1, "node2": 1, "node3": 1}
+
+
+def test_every_kind_of_reason_in_order() -> None:
+    """Node down (by time), then own failures (by time), the timeout, then consequences (by time)."""
+    records = make_records(
+        rank_status(1, code=3, ended=T0 + 10),
+        rank_status(0, code=143, signal=15, stopped=True, ended=T0 + 12),
+        rank_status(2, code=None),
+        launcher_events=[
+            LAUNCH,
+            {"event": "staged", "node": "node1", "code": 1, "time": T0 + 2},
+            {"event": "ssh_check", "node": "node2", "code": 255, "time": T0 + 1},
+            node_exit("node2", 255, T0 + 9),
+            node_exit("node1", 1, T0 + 13, after_abort=True),
+        ],
+        ssh_logs={"node2": "ssh: connect to host 10.0.0.2 port 2222: No route to host"},
+        agent_logs={"node2": "Read from remote host 10.0.0.2: Connection reset by peer"},
+    )
+    states = {"node3": {"running": False, "exit_code": 137, "what": "worker container"}}
+    assert reasons_of(records, timed_out=True, launcher_exit_code=-1, worker_states=states) == [
+        "node3: the worker container is not running, it died (exit code 137)",
+        "node2: no route to host (node down or network unreachable)",
+        "node1: the checkpoint to resume from could not be copied there",
+        "node2: connection lost (reset)",
+        "rank 1 on node2 exited 3",
+        "timed out",
+        "rank 0 on node1 was stopped after the failure (exit 143)",
+        "node1: torchrun agent stopped after the failure",
+        "launcher did not end",
+        f"rank 2 on node3 {NO_END}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (
+            rank_status(1, code=137, signal=9),
+            "rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+        ),
+        (rank_status(1, code=139, signal=11), "rank 1 on node2 killed by signal 11 (SIGSEGV)"),
+        (rank_status(1, code=None), f"rank 1 on node2 {NO_END}"),
+        (rank_status(1, code=2), "rank 1 on node2 exited 2"),
+        (rank_status(1, code=0, stopped=True), "rank 1 on node2 was stopped after the failure (exit 0)"),
+        ({"rank": 1, "started": T0, "ended": T0 + 1, "code": 2}, "rank 1 on ? exited 2"),
+    ],
+)
+def test_rank_failures(status: dict[str, Any], reason: str) -> None:
+    assert reasons_of(make_records(status)) == [reason]
+
+
+def test_rank_that_never_started() -> None:
+    summary = summary_of(make_records(absent=(1,)))
+    assert summary["failure_reasons"] == ["rank 1 never started"]
+    assert summary["ranks_started"] == [0, 2]
+
+
+def test_ranks_beyond_world_size_are_not_judged() -> None:
+    assert reasons_of(make_records(rank_status(3, code=1)), world_size=3) == []
+
+
+@pytest.mark.parametrize(
+    ("changed", "launcher_exit_code", "expected"),
+    [
+        pytest.param((), 0, ["timed out"], id="complete-run"),
+        pytest.param(
+            tuple(rank_status(rank, code=143, signal=15, stopped=True) for rank in range(3)),
+            124,
+            [
+                "timed out",
+                "rank 0 on node1 was stopped after the failure (exit 143)",
+                "rank 1 on node2 was stopped after the failure (exit 143)",
+                "rank 2 on node3 was stopped after the failure (exit 143)",
+                "launcher exited 124",
+            ],
+            id="ranks-stopped",
+        ),
+    ],
+)
+def test_timeout(changed: tuple[dict[str, Any], ...], launcher_exit_code: int, expected: list[str]) -> None:
+    summary = summary_of(make_records(*changed), timed_out=True, launcher_exit_code=launcher_exit_code)
+    assert summary["status"] == "failed"
+    assert summary["failure_reasons"] == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "codes", "expected_code", "expected_reasons"),
+    [
+        pytest.param(-1, [], -1, ["launcher did not end"], id="did-not-end"),
+        pytest.param(2, [], 2, ["launcher exited 2"], id="given"),
+        pytest.param(None, [0, 2], 2, ["launcher exited 2"], id="last-event"),
+        pytest.param(None, [2, 0], 0, [], id="last-event-0"),
+        pytest.param(0, [5], 0, [], id="given-wins"),
+        pytest.param(None, [], None, [], id="unknown"),
+    ],
+)
+def test_launcher_exit_code(
+    given: int | None, codes: list[int], expected_code: int | None, expected_reasons: list[str]
+) -> None:
+    events = [{"event": "launcher_exit", "code": code, "time": T0 + 40 + index} for index, code in enumerate(codes)]
+    events.append({"event": "launcher_exit", "time": T0 + 50})  # without a code: ignored
+    summary = summary_of(make_records(launcher_events=events), launcher_exit_code=given)
+    assert summary["launcher_exit_code"] == expected_code
+    assert summary["failure_reasons"] == expected_reasons
+
+
+@pytest.mark.parametrize(
+    ("agent_log", "reason"),
+    [
+        ("Connection to 10.0.0.2 closed by remote host.\n", "node2: connection lost (closed by the node)"),
+        ("Timeout, server 10.0.0.2 not responding.\n", "node2: connection lost (the node stopped answering)"),
+        ("", "node2: SSH connection failed or was lost (ssh exited 255)"),
+    ],
+)
+def test_lost_agent_connection_is_explained_from_its_log(agent_log: str, reason: str) -> None:
+    records = make_records(
+        rank_status(1, code=None),
+        rank_status(0, code=143, signal=15, stopped=True, ended=T0 + 21),
+        launcher_events=[node_exit("node2", 255, T0 + 20), node_exit("node1", 1, T0 + 21, after_abort=True)],
+        agent_logs={"node1": "Connection to 10.0.0.1 closed by remote host.", "node2": agent_log},
+    )
+    assert reasons_of(records, launcher_exit_code=1) == [
+        reason,
+        "node1: torchrun agent stopped after the failure",
+        "rank 0 on node1 was stopped after the failure (exit 143)",
+        "launcher exited 1",
+        f"rank 1 on node2 {NO_END}",
+    ]
+
+
+def test_repeated_reasons_are_listed_once() -> None:
+    events = [node_exit("node2", 1, T0 + 10), node_exit("node2", 1, T0 + 11)]
+    assert reasons_of(make_records(launcher_events=events), launcher="mpirun") == ["node2: mpirun agent exited 1"]
+
+
+def test_failure_reasons_directly() -> None:
+    kwargs: dict[str, Any] = {"launcher": "torchrun", "world_size": 1, "worker_states": {}}
+    assert failure_reasons(make_records(world_size=1), timed_out=False, launcher_exit_code=0, **kwargs) == []
+    assert failure_reasons(RunRecords(), timed_out=False, launcher_exit_code=None, **kwargs) == ["no rank started"]
+
+
+# --- explaining ssh and signals ---
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "meaning"),
+    [
+        (HOST_KEY_CHANGED, 255, "SSH host key changed (possible man-in-the-middle), connection refused"),
+        ("Host key verification failed.", 255, "SSH host key not in the pinned known_hosts, connection refused"),
+        (
+            "root@10.0.0.2: Permission denied (publickey).",
+            255,
+            "SSH login refused (the cluster's identity key is not authorized there)",
+        ),
+        (
+            "ssh: connect to host 10.0.0.2 port 2222: Connection refused",
+            255,
+            "SSH connection refused (no sshd on the cluster port: is the worker running?)",
+        ),
+        (
+            "ssh: connect to host 10.0.0.2 port 2222: No route to host",
+            255,
+            "no route to host (node down or network unreachable)",
+        ),
+        (
+            "ssh: connect to host 10.0.0.2 port 2222: Connection timed out",
+            255,
+            "SSH connection timed out (node down, unreachable or port filtered)",
+        ),
+        ("ssh: Could not resolve hostname node9: Name or service not known", 255, "host name does not resolve"),
+        ("Timeout, server 10.0.0.2 not responding.", 255, "connection lost (the node stopped answering)"),
+        ("Connection to 10.0.0.2 closed by remote host.", 255, "connection lost (closed by the node)"),
+        ("Read from remote host 10.0.0.2: Connection reset by peer", 255, "connection lost (reset)"),
+        ("client_loop: send disconnect: Broken pipe", 255, "connection lost (broken pipe)"),
+        ("Permission denied (publickey).", 1, "SSH login refused (the cluster's identity key is not authorized there)"),
+        ("", 255, "SSH connection failed or was lost (ssh exited 255)"),
+        (
+            "kex_exchange_identification: read: Connection aborted",
+            255,
+            "SSH connection failed or was lost (ssh exited 255)",
+        ),
+        ("bash: python3: command not found", 127, "exited 127"),
+        ("", 1, "exited 1"),
+    ],
+)
+def test_explain_ssh_failure(text: str, code: int, meaning: str) -> None:
+    assert explain_ssh_failure(text, code) == meaning
+
+
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [
+        (9, "signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)"),
+        (15, "signal 15 (SIGTERM)"),
+        (11, "signal 11 (SIGSEGV)"),
+        (6, "signal 6 (SIGABRT)"),
+        (0, "signal 0"),
+        (200, "signal 200"),
+    ],
+)
+def test_describe_signal(number: int, text: str) -> None:
+    assert describe_signal(number) == text
+
+
+# --- the collected run directory ---
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def json_lines(*objects: dict[str, Any], noise: str = "") -> str:
+    return "".join(f"{noise}{json.dumps(obj)}\n" for obj in objects)
+
+
+def test_read_run_dir(tmp_path: Path) -> None:
+    launcher_events = [
+        LAUNCH,
+        {"event": "ssh_check", "node": "node1", "code": 0, "time": T0 + 1},
+        {"event": "ssh_check", "node": "node2", "code": 0, "time": T0 + 1},
+        node_exit("node2", 255, T0 + 20),
+        node_exit("node1", 1, T0 + 21, after_abort=True),
+        {"event": "launcher_exit", "code": 1, "time": T0 + 22},
+    ]
+    statuses = {
+        0: rank_status(0, code=143, signal=15, stopped=True, ended=T0 + 21),
+        1: {**rank_status(1, code=143, signal=15, stopped=True, ended=T0 + 21), "node": "node1"},
+        2: {**rank_status(2, code=None), "node": "node2"},
+    }
+    rank0_events = [EPOCHS[1], {"event": "result", "test_accuracy": 0.9, "time": T0 + 19}]
+    node1, node2 = tmp_path / "nodes" / "node1", tmp_path / "nodes" / "node2"
+    long_ssh_log = "x" * 5000 + "\nPermission denied (publickey).\n"
+    files = {
+        node1 / "logs" / "launcher.log": "+ starting torchrun\n" + json_lines(*launcher_events) + "{not json}\n",
+        node1 / "logs" / "ssh-node1.log": "",
+        node1 / "logs" / "ssh-node2.log": long_ssh_log,
+        node1 / "logs" / "node1.log": "W1122 torchrun: Sending process 41 closing signal SIGTERM\n",
+        node1 / "logs" / "node2.log": "Connection to 10.0.0.2 closed by remote host.\n",
+        node1 / "logs" / "rank-0.log": "Traceback (most recent call last):\n" + json_lines(*rank0_events, noise="[0] "),
+        node1 / "logs" / "rank-1.log": "loading data {rank 1}\n",
+        node1 / "logs" / "rank-x.log": json_lines({"event": "result", "test_accuracy": 0.0}),
+        node1 / "status" / "rank-0.json": json.dumps(statuses[0]),
+        node1 / "status" / "rank-1.json": json.dumps(statuses[1]) + "\n",
+        node2 / "logs" / "rank-2.log": json_lines({"event": "epoch", "epoch": 1}),
+        node2 / "status" / "rank-2.json": json.dumps(statuses[2]),
+        node2 / "status" / "rank-2.json.tmp": json.dumps(rank_status(2)),  # an interrupted write: not read
+        node2 / "status" / "rank-3.json": '{"rank": 3, "node": "no',  # corrupt: ignored
+        node2 / "status" / "rank-4.json": "[4]",
+        node2 / "status" / "rank-5.json": '{"rank": "5"}',
+    }
+    for path, text in files.items():
+        write(path, text)
+
+    records = read_run_dir(tmp_path, NAMES)  # node3 collected nothing
+
+    assert records.launcher_events == launcher_events
+    assert records.rank_status == statuses
+    assert records.rank_events == {0: rank0_events, 1: [], 2: [{"event": "epoch", "epoch": 1}]}
+    assert records.ssh_logs == {"node1": "", "node2": long_ssh_log[-4000:]}
+    assert records.agent_logs == {
+        "node1": "W1122 torchrun: Sending process 41 closing signal SIGTERM\n",
+        "node2": "Connection to 10.0.0.2 closed by remote host.\n",
+    }
+    summary = summary_of(records, launcher_exit_code=None)
+    assert summary["failure_reasons"] == [
+        "node2: connection lost (closed by the node)",
+        "node1: torchrun agent stopped after the failure",
+        "rank 0 on node1 was stopped after the failure (exit 143)",
+        "rank 1 on node1 was stopped after the failure (exit 143)",
+        "launcher exited 1",
+        f"rank 2 on node2 {NO_END}",
+    ]
+    assert (summary["launcher_exit_code"], summary["test_accuracy"]) == (1, 0.9)
+    assert summary["rank_nodes"] == {"0": "node1", "1": "node1", "2": "node2"}
+    assert summary["rank_exit_codes"] == {"0": 143, "1": 143}
+
+
+def test_read_run_dir_of_nothing(tmp_path: Path) -> None:
+    assert read_run_dir(tmp_path / "absent", NAMES) == RunRecords()

@@ -29,7 +29,7 @@ SPEC_ARGS = {
     "command": ["bash", "/work/jobs/job-1/rank.sh", "python3", "train.py"],
     "omp_num_threads": 8,
 }
-DIRS = {"job_dir": "/work/jobs/job-1", "code_dir": "/work/code"}
+DIRS = {"job_dir": "/work/jobs/job-1", "work_dir": "/work/jobs/job-1/work"}
 
 
 def expected(**changes) -> LaunchSpec:
@@ -121,3 +121,28 @@ def test_invalid_spec_fails(tmp_path, run_module, changes, message):
     result = run(run_module, tmp_path / "launch.sh", **changes)
     assert result["failed"] is True
     assert message in result["msg"]
+
+
+def test_expands_the_placeholders_of_the_command(tmp_path, run_module):
+    command = ["python3", "train.py", "--out={output_dir}", "--resume", "{resume_from}", '{"lr": 1}', "{other}"]
+    placeholders = {"output_dir": "/work/jobs/job-1/outputs", "resume_from": "/ck/epoch-3.pt"}
+    result = run(run_module, tmp_path / "launch.sh", command=command, placeholders=placeholders)
+    assert result["argvs"][0][-6:] == [
+        "train.py",
+        "--out=/work/jobs/job-1/outputs",
+        "--resume",
+        "/ck/epoch-3.pt",
+        '{"lr": 1}',
+        "{other}",
+    ]
+
+
+def test_refuses_an_unknown_placeholder_value(tmp_path, run_module):
+    result = run(run_module, tmp_path / "launch.sh", placeholders={"outdir": "/x"})
+    assert result["failed"] is True
+    assert "unknown placeholders outdir" in result["msg"]
+
+
+def test_stages_the_given_paths(tmp_path, run_module):
+    result = run(run_module, tmp_path / "launch.sh", stage_paths=["/ck/named job/epoch-3.pt"])
+    assert "tar -C '/ck/named job' -cf - epoch-3.pt" in result["content"]

@@ -1,24 +1,16 @@
-"""Data-parallel training of a small MLP on scikit-learn's digits data set.
+"""Data-parallel training of a small MLP on scikit-learn's digits data set: the collection's default workload.
 
-The script uses PyTorch DistributedDataParallel with the gloo backend on CPU and
-needs no network access: ``sklearn.datasets.load_digits`` ships with sklearn.
+PyTorch DistributedDataParallel with the gloo backend on CPU; no network access needed
+(``sklearn.datasets.load_digits`` ships with sklearn). It relies only on the launch contract
+every rank gets from the collection, whatever the launcher: RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR, MASTER_PORT (env:// rendezvous), OUTPUT_DIR, CHECKPOINT_DIR and RESUME_FROM.
+Without them it runs as a single process (rank 0 of 1) on 127.0.0.1.
 
-Rank and world size are taken from whichever launcher started the process:
-
-* ``torchrun``                 -- RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
-* OpenMPI ``mpirun``           -- OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE,
-                                  OMPI_COMM_WORLD_LOCAL_RANK
-* Intel MPI ``mpiexec.hydra``  -- PMI_RANK, PMI_SIZE, MPI_LOCALRANKID
-
-With an MPI launcher, pass MASTER_ADDR (and optionally MASTER_PORT, default
-29500) to every rank, e.g. ``mpiexec.hydra -genv MASTER_ADDR node1 ...`` or
-``mpirun -x MASTER_ADDR=node1 ...``.  Without any launcher the script runs as a
-single process (rank 0 of 1) on 127.0.0.1.
-
-Progress is written to stdout as JSON lines, one object per line, each with an
-"event" and a "time" (``time.time()``) key: "joined" (every rank), "epoch" and
-"result" (rank 0), and "done" (every rank, last).  Rank 0 writes ``model.pt``
-and ``checkpoint-epochNNN.pt`` to ``--output-dir`` after every epoch.
+It also prints the optional progress events, one JSON object per line on stdout: "epoch"
+(rank 0, after each epoch: epoch, loss, samples_per_s) and "result" (rank 0, at the end:
+test_accuracy, epochs, world_size). Rank 0 writes ``model.pt`` to OUTPUT_DIR and
+``checkpoint-epochNNN.pt`` to CHECKPOINT_DIR after every epoch; given RESUME_FROM, every rank
+loads that checkpoint and training continues at the next epoch.
 """
 
 from __future__ import annotations
@@ -46,17 +38,6 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 DEFAULT_MASTER_PORT = "29500"
 INIT_TIMEOUT = timedelta(seconds=120)
 
-# (rank, world size, local rank) variables, in order of precedence.
-# OpenMPI comes before PMI_* because PMI_RANK is also set by other PMI launchers.
-LAUNCHER_ENV: tuple[tuple[str, str, str], ...] = (
-    # torchrun
-    ("RANK", "WORLD_SIZE", "LOCAL_RANK"),
-    # OpenMPI mpirun
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
-    # Intel MPI mpiexec.hydra
-    ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"),
-)
-
 
 @dataclass(frozen=True)
 class DistEnv:
@@ -75,7 +56,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--lr", type=float, default=0.005, help="Adam learning rate")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output-dir", type=Path, default=Path("outputs"))
+    parser.add_argument("--output-dir", type=Path, default=Path(os.environ.get("OUTPUT_DIR") or "outputs"))
+    parser.add_argument(
+        "--checkpoint-dir", type=Path, default=Path(os.environ.get("CHECKPOINT_DIR") or "checkpoints")
+    )
+    parser.add_argument("--resume-from", default=os.environ.get("RESUME_FROM", ""))
     parser.add_argument("--test-fraction", type=float, default=0.2)
     return parser.parse_args(argv)
 
@@ -87,17 +72,14 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def detect_dist_env(env: Mapping[str, str] = os.environ) -> DistEnv:
-    """Rank, world size and local rank from torchrun, OpenMPI or Intel MPI variables."""
-    for rank_var, size_var, local_var in LAUNCHER_ENV:
-        if rank_var in env:
-            if size_var not in env:
-                raise RuntimeError(f"{rank_var} is set but {size_var} is not")
-            return DistEnv(
-                rank=int(env[rank_var]),
-                world_size=int(env[size_var]),
-                local_rank=int(env.get(local_var, "0")),
-            )
-    return DistEnv(rank=0, world_size=1, local_rank=0)
+    """Rank, world size and local rank from the standard variables (one process when they are unset)."""
+    if "RANK" not in env:
+        return DistEnv(rank=0, world_size=1, local_rank=0)
+    return DistEnv(
+        rank=int(env["RANK"]),
+        world_size=int(env["WORLD_SIZE"]),
+        local_rank=int(env.get("LOCAL_RANK", "0")),
+    )
 
 
 def init_distributed(denv: DistEnv) -> None:
@@ -183,15 +165,33 @@ def evaluate(model: nn.Module, data: TensorDataset) -> float:
     return (predictions == targets).float().mean().item()
 
 
+def save_atomically(obj: Any, path: Path) -> None:
+    """torch.save to a hidden temporary name, then rename: a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
 def save_checkpoint(
-    output_dir: Path, model: nn.Module, optimizer: torch.optim.Optimizer, epoch: int
+    args: argparse.Namespace, model: nn.Module, optimizer: torch.optim.Optimizer, epoch: int
 ) -> None:
     state = model.state_dict()
-    torch.save(state, output_dir / "model.pt")
-    torch.save(
+    save_atomically(state, args.output_dir / "model.pt")
+    save_atomically(
         {"epoch": epoch, "model": state, "optimizer": optimizer.state_dict()},
-        output_dir / f"checkpoint-epoch{epoch:03d}.pt",
+        args.checkpoint_dir / f"checkpoint-epoch{epoch:03d}.pt",
     )
+
+
+def resume(args: argparse.Namespace, model: nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Load --resume-from into the model and optimizer; returns the first epoch still to train."""
+    if not args.resume_from:
+        return 1
+    checkpoint = torch.load(args.resume_from, map_location="cpu")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    print(f"resumed from {args.resume_from} at epoch {checkpoint['epoch']}", flush=True)
+    return int(checkpoint["epoch"]) + 1
 
 
 def run(args: argparse.Namespace, denv: DistEnv) -> None:
@@ -207,13 +207,15 @@ def run(args: argparse.Namespace, denv: DistEnv) -> None:
     )
     loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
     model = build_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    first_epoch = resume(args, model, optimizer)
     ddp_model = DistributedDataParallel(model)
-    optimizer = torch.optim.Adam(ddp_model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
     if is_main:
         args.output_dir.mkdir(parents=True, exist_ok=True)
+        args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
 
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(first_epoch, args.epochs + 1):
         sampler.set_epoch(epoch)
         started = time.perf_counter()
         loss_sum, count = train_epoch(ddp_model, loader, optimizer, loss_fn)
@@ -221,7 +223,7 @@ def run(args: argparse.Namespace, denv: DistEnv) -> None:
         elapsed = time.perf_counter() - started
         if is_main:
             emit("epoch", epoch=epoch, loss=mean_loss, samples_per_s=total / elapsed)
-            save_checkpoint(args.output_dir, model, optimizer, epoch)
+            save_checkpoint(args, model, optimizer, epoch)
 
     if is_main:
         accuracy = evaluate(model, test_set)
@@ -239,18 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     configure_threads()
     denv = detect_dist_env()
     init_distributed(denv)
-    emit(
-        "joined",
-        rank=denv.rank,
-        world_size=denv.world_size,
-        local_rank=denv.local_rank,
-        host=socket.gethostname(),
-    )
+    print(f"rank {denv.rank} of {denv.world_size} on {socket.gethostname()}", flush=True)
     try:
         run(args, denv)
     finally:
         dist.destroy_process_group()
-    emit("done", rank=denv.rank)
     return 0
 
 

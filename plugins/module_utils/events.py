@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The names of the JSON events a run's logs hold: one place for the writers and the reader.
+
+The launch script (launch_script.py) appends the ``LAUNCHER_EVENTS`` to
+``<job_dir>/logs/launcher.log``. A training script MAY print the
+``SCRIPT_EVENTS``, one JSON object per line on stdout, to report progress and
+metrics; nothing depends on them: success is decided by exit codes.
+"""
+
+from __future__ import annotations
+
+# Written by the launch script.
+LAUNCH = "launch"  # the launch script started: {"launcher"}
+SSH_CHECK = "ssh_check"  # one per node, before any rank starts: {"node", "code"}
+STAGED = "staged"  # the resume checkpoint reached a node: {"node", "code"}
+NODE_EXIT = "node_exit"  # a torchrun agent ended: {"node", "code", "after_abort"}
+ABORT = "abort"  # the launch script stops the job: {"reason"}
+LAUNCHER_EXIT = "launcher_exit"  # the launcher (or the launch script's own check) ended: {"code"}
+LAUNCHER_EVENTS = (LAUNCH, SSH_CHECK, STAGED, NODE_EXIT, ABORT, LAUNCHER_EXIT)
+
+# The optional protocol of training scripts: {"event": "epoch", "epoch": 3, "loss": 0.4, "samples_per_s": 812.5}
+# from rank 0 after each epoch, and {"event": "result", "test_accuracy": 0.96, ...} once at the end (every
+# key but "event" and "time" is kept as a metric). "joined" and "done" are accepted and ignored.
+EPOCH = "epoch"
+RESULT = "result"
+SCRIPT_EVENTS = (EPOCH, RESULT)

@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The environment every rank gets, whatever launcher started it, and the wrapper script that gives it.
+
+One definition of the launch contract: :data:`CONTRACT` names each standard
+variable and the launcher variables it is derived from, :data:`JOB_VARIABLES`
+the job's directories. :func:`render_rank_wrapper` turns them into ``rank.sh``,
+the wrapper every rank runs under; it also records each rank's start and exit
+in ``<job_dir>/status/rank-<RANK>.json`` (:data:`STATUS_FIELDS`), the facts
+the run summary judges success by, and copies the rank's output to
+``<job_dir>/logs/rank-<RANK>.log``.
+
+Pure Python (no Ansible imports) so it runs on the controller, on managed
+nodes (Python 3.9+) and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class ContractVariable:
+    """A standard rank variable: the launcher variables it is taken from, in order, then a fallback.
+
+    ``fallback`` names a :class:`NodeDefaults` field used when no launcher set
+    any source; without one, the wrapper refuses to start the rank.
+    """
+
+    name: str
+    sources: tuple[str, ...]
+    fallback: str | None
+    meaning: str
+
+
+# Open MPI's OMPI_COMM_WORLD_* come before PMI_*: Open MPI with PMIx may set PMI_RANK too.
+# Intel MPI and MPICH (hydra) set PMI_RANK, PMI_SIZE, MPI_LOCALRANKID and MPI_LOCALNRANKS.
+CONTRACT: tuple[ContractVariable, ...] = (
+    ContractVariable("RANK", ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"), None, "global rank, 0 .. WORLD_SIZE-1"),
+    ContractVariable(
+        "WORLD_SIZE", ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"), None, "number of ranks in the job"
+    ),
+    ContractVariable(
+        "LOCAL_RANK",
+        ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"),
+        None,
+        "rank among the ranks of this node",
+    ),
+    ContractVariable(
+        "LOCAL_WORLD_SIZE",
+        ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"),
+        "slots",
+        "number of ranks on this node",
+    ),
+    ContractVariable("GROUP_RANK", ("GROUP_RANK",), "node_index", "index of this node in the job (node rank)"),
+    ContractVariable("MASTER_ADDR", ("MASTER_ADDR",), "master_addr", "address of rank 0's node"),
+    ContractVariable("MASTER_PORT", ("MASTER_PORT",), "master_port", "port of rank 0's rendezvous"),
+)
+
+# The job's own variables: (name, meaning). Their values are the same on every node.
+JOB_VARIABLES: tuple[tuple[str, str], ...] = (
+    ("JOB_ID", "the job's id"),
+    ("OUTPUT_DIR", "directory for outputs; rank 0's node's (or every node's) copy is collected"),
+    ("CHECKPOINT_DIR", "directory for checkpoints; with a job name it outlives the run"),
+    ("RESUME_FROM", "the job's latest checkpoint (file or directory) on every node, empty when there is none"),
+    ("DATA_DIR", "the staged (or shared) data set, empty when the job has none"),
+)
+
+# The launcher variables each launcher sets itself (the rest of CONTRACT comes from the wrapper).
+LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
+    "torchrun": ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"),
+    "mpiexec": ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    "mpirun": (
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+    ),
+}
+
+# Keys of the JSON object in status/rank-<RANK>.json: written when the rank starts
+# (without ended/code/signal/stopped) and again when it ends.
+STATUS_FIELDS = ("rank", "node", "host", "started", "ended", "code", "signal", "stopped")
+
+# {name} placeholders the launch command's arguments may hold, expanded before launch.
+PLACEHOLDERS = ("job_id", "output_dir", "checkpoint_dir", "resume_from", "data_dir", "work_dir")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NODE_NAME = re.compile(r"[A-Za-z0-9_.:@+-]+")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+
+
+class ContractError(ValueError):
+    """The rank wrapper cannot be written from these settings."""
+
+
+@dataclass(frozen=True)
+class NodeDefaults:
+    """What the wrapper knows of its node when the launcher does not say it."""
+
+    node: str
+    node_index: int
+    slots: int
+    master_addr: str
+    master_port: int
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    """The job's directories, the same paths on every node."""
+
+    job_id: str
+    job_dir: str
+    work_dir: str
+    output_dir: str
+    checkpoint_dir: str
+    resume_from: str = ""
+    data_dir: str = ""
+
+    def variables(self) -> dict[str, str]:
+        """JOB_VARIABLES with their values."""
+        return {
+            "JOB_ID": self.job_id,
+            "OUTPUT_DIR": self.output_dir,
+            "CHECKPOINT_DIR": self.checkpoint_dir,
+            "RESUME_FROM": self.resume_from,
+            "DATA_DIR": self.data_dir,
+        }
+
+    def placeholder_values(self) -> dict[str, str]:
+        """Values of PLACEHOLDERS."""
+        return {
+            "job_id": self.job_id,
+            "output_dir": self.output_dir,
+            "checkpoint_dir": self.checkpoint_dir,
+            "resume_from": self.resume_from,
+            "data_dir": self.data_dir,
+            "work_dir": self.work_dir,
+        }
+
+
+def expand_placeholders(words: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """``words`` with every ``{output_dir}``-style placeholder replaced; other braces stay as they are."""
+    return [_PLACEHOLDER.sub(lambda match: values[match.group(1)], word) for word in words]
+
+
+def render_rank_wrapper(
+    node: NodeDefaults,
+    job: JobPaths,
+    env: Mapping[str, str],
+    *,
+    env_script: str = "",
+) -> str:
+    """``rank.sh`` for one node: run ``"$@"`` as one rank of the job, with the standard environment.
+
+    ``env`` (the node's OMP_NUM_THREADS, tuning and interface variables) is
+    exported first; the contract variables follow, each from the first launcher
+    variable that is set, else the node's default. The rank runs in
+    ``job.work_dir`` under ``setpriv --pdeathsig KILL`` (it dies with its
+    wrapper), its output also appended to ``logs/rank-<RANK>.log``. SIGTERM,
+    SIGINT and SIGHUP are passed on to it, and the status file then says
+    ``stopped``. The wrapper exits with the rank's exit code.
+    """
+    if not _NODE_NAME.fullmatch(node.node):
+        raise ContractError(f"node name {node.node!r}: use letters, digits and . _ : @ + - only")
+    for name in env:
+        if not _ENV_NAME.fullmatch(name):
+            raise ContractError(f"invalid environment variable name {name!r}")
+    lines = [
+        "#!/bin/bash",
+        "# Written by the multinode.training.rank_wrapper module; local changes are overwritten.",
+        f"# One rank of job {_one_line(job.job_id)} on {node.node}, with the standard environment whatever the launcher.",
+    ]
+    if env_script:
+        # Before `set -u`: environment scripts such as oneAPI's vars.sh read unset variables.
+        lines.append(f". {shlex.quote(env_script)} || exit")
+    lines += ["set -u"]
+    lines += [f"export {name}={shlex.quote(str(value))}" for name, value in env.items()]
+    lines += ["", "# The launch contract, from whichever launcher started this rank."]
+    lines += [_contract_line(variable, node) for variable in CONTRACT]
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in job.variables().items()]
+    lines += ["", *_supervision(node.node, job)]
+    return "\n".join(lines) + "\n"
+
+
+def _contract_line(variable: ContractVariable, node: NodeDefaults) -> str:
+    """``export NAME="${A:-${B:-...}}"``: the first source that is set, else the fallback or an error."""
+    if variable.fallback is None:
+        sources = " ".join(variable.sources)
+        innermost = f"${{{variable.sources[-1]}:?no launcher variable gives {variable.name} (tried {sources})}}"
+        chain = variable.sources[:-1]
+    else:
+        innermost = _double_quoted(str(getattr(node, variable.fallback)))
+        chain = variable.sources
+    value = innermost
+    for source in reversed(chain):
+        value = f"${{{source}:-{value}}}"
+    return f'export {variable.name}="{value}"'
+
+
+def _double_quoted(text: str) -> str:
+    """``text`` escaped for the inside of a double-quoted bash word (where it is also a ${VAR:-...} default)."""
+    return re.sub(r'([\\$`"}])', r"\\\1", text)
+
+
+def _supervision(node: str, job: JobPaths) -> list[str]:
+    record = (
+        'printf \'{"rank": %d, "node": "%s", "host": "%s", "started": %s%s}\\n\' '
+        f'"$RANK" {node} "$(hostname)" "$started" "${{1:-}}" >"$status.tmp" && mv -f "$status.tmp" "$status"'
+    )
+    ended = r'", \"ended\": $(date +%s.%N), \"code\": $code, \"signal\": $signal, \"stopped\": $stopped"'
+    return [
+        "# Record the start and the end of this rank; its output also goes to its own log.",
+        f"job_dir={shlex.quote(job.job_dir.rstrip('/'))}",
+        'status="$job_dir/status/rank-$RANK.json"',
+        'log="$job_dir/logs/rank-$RANK.log"',
+        f"record() {{ {record}; }}",
+        "started=$(date +%s.%N)",
+        "record",
+        "child=",
+        "stopped=false",
+        "signal=null",
+        f"if ! cd {shlex.quote(job.work_dir)}; then code=1; record {ended}; exit 1; fi",
+        'trap \'stopped=true; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null\' TERM INT HUP',
+        'setpriv --pdeathsig KILL -- "$@" > >(tee -a "$log") 2> >(tee -a "$log" >&2) &',
+        "child=$!",
+        'wait "$child"',
+        "code=$?",
+        "# A passed-on signal interrupts wait: wait until the rank has ended, then take its own status",
+        "# (bash keeps an ended child's status for the next wait).",
+        'if "$stopped"; then',
+        '  while kill -0 "$child" 2>/dev/null; do wait "$child"; done',
+        '  wait "$child"',
+        "  code=$?",
+        "fi",
+        '[ "$code" -gt 128 ] && [ "$code" -lt 193 ] && signal=$((code - 128))',
+        f"record {ended}",
+        'exit "$code"',
+    ]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

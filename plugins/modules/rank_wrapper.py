@@ -1,0 +1,183 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: rank_wrapper
+short_description: Write the wrapper every rank of a training job runs under
+description:
+  - Writes C(rank.sh), the bash script every rank runs under on this node, whatever launcher started it
+    (C(torchrun), Intel MPI C(mpiexec.hydra), Open MPI C(mpirun)).
+  - It exports O(env) (threads, tuning, interface variables), then the standard launch contract C(RANK),
+    C(WORLD_SIZE), C(LOCAL_RANK), C(LOCAL_WORLD_SIZE), C(GROUP_RANK), C(MASTER_ADDR), C(MASTER_PORT), each taken
+    from the launcher's own variables (C(OMPI_COMM_WORLD_*), C(PMI_*), C(MPI_LOCALRANKID), C(MPI_LOCALNRANKS)) when
+    the launcher does not set it, else from this node's defaults; then C(JOB_ID), C(OUTPUT_DIR),
+    C(CHECKPOINT_DIR), C(RESUME_FROM) and C(DATA_DIR).
+  - The rank runs in O(work_dir) and dies with its wrapper; its output is also appended to
+    C(<job_dir>/logs/rank-<RANK>.log); its start and exit (code, signal, whether it was stopped by a passed-on
+    SIGTERM/SIGINT/SIGHUP) are recorded in C(<job_dir>/status/rank-<RANK>.json).
+  - Needs bash and util-linux's C(setpriv) on the node (or in the image).
+  - The file is only rewritten, atomically, when its content differs.
+author:
+  - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.files
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: full
+options:
+  path:
+    description: Where to write the wrapper. The parent directory must exist.
+    type: path
+    required: true
+  node:
+    description: Inventory name of this node, recorded with each rank. Letters, digits and C(._:@+-) only.
+    type: str
+    required: true
+  node_index:
+    description: Position of this node in the job's host list; C(GROUP_RANK) when the launcher does not set it.
+    type: int
+    required: true
+  slots:
+    description: Ranks on this node; C(LOCAL_WORLD_SIZE) when the launcher does not set it.
+    type: int
+    required: true
+  master_addr:
+    description: Address of rank 0's node; C(MASTER_ADDR) when the launcher does not set it.
+    type: str
+    required: true
+  master_port:
+    description: C(MASTER_PORT) when the launcher does not set it.
+    type: int
+    default: 29500
+  job_id:
+    description: The job's id (C(JOB_ID)).
+    type: str
+    required: true
+  job_dir:
+    description: The job's directory on this node; its C(logs) and C(status) subdirectories must exist.
+    type: path
+    required: true
+  work_dir:
+    description: Working directory of the rank.
+    type: path
+    required: true
+  output_dir:
+    description: C(OUTPUT_DIR).
+    type: path
+    required: true
+  checkpoint_dir:
+    description: C(CHECKPOINT_DIR).
+    type: path
+    required: true
+  resume_from:
+    description: C(RESUME_FROM), the checkpoint to resume from; empty for none.
+    type: str
+    default: ""
+  data_dir:
+    description: C(DATA_DIR); empty for none.
+    type: str
+    default: ""
+  env:
+    description: Variables exported before the contract (for example C(OMP_NUM_THREADS) and the interface variables).
+    type: dict
+    default: {}
+  env_script:
+    description: Script sourced first (the host-mode oneAPI and Python environment); empty for none.
+    type: path
+    default: ""
+"""
+
+EXAMPLES = r"""
+- name: Install the rank wrapper of job-1 on node2
+  multinode.training.rank_wrapper:
+    path: /opt/multinode/lab/work/jobs/job-1/rank.sh
+    node: node2
+    node_index: 1
+    slots: 2
+    master_addr: 10.0.0.11
+    job_id: job-1
+    job_dir: /opt/multinode/lab/work/jobs/job-1
+    work_dir: /opt/multinode/lab/work/jobs/job-1/work
+    output_dir: /opt/multinode/lab/work/jobs/job-1/outputs
+    checkpoint_dir: /opt/multinode/lab/work/checkpoints/digits
+    env:
+      OMP_NUM_THREADS: "16"
+      GLOO_SOCKET_IFNAME: eth1
+    owner: "1000"
+    group: "1000"
+    mode: "0750"
+"""
+
+RETURN = r"""
+path:
+  description: Path of the wrapper.
+  returned: always
+  type: str
+  sample: /opt/multinode/lab/work/jobs/job-1/rank.sh
+content:
+  description: The rendered wrapper.
+  returned: always
+  type: str
+  sample: "#!/bin/bash\n..."
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
+    ContractError,
+    JobPaths,
+    NodeDefaults,
+    render_rank_wrapper,
+)
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            node=dict(type="str", required=True),
+            node_index=dict(type="int", required=True),
+            slots=dict(type="int", required=True),
+            master_addr=dict(type="str", required=True),
+            master_port=dict(type="int", default=29500),
+            job_id=dict(type="str", required=True),
+            job_dir=dict(type="path", required=True),
+            work_dir=dict(type="path", required=True),
+            output_dir=dict(type="path", required=True),
+            checkpoint_dir=dict(type="path", required=True),
+            resume_from=dict(type="str", default=""),
+            data_dir=dict(type="str", default=""),
+            env=dict(type="dict", default={}),
+            env_script=dict(type="path", default=""),
+        ),
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    params = module.params
+    node = NodeDefaults(
+        node=params["node"],
+        node_index=params["node_index"],
+        slots=params["slots"],
+        master_addr=params["master_addr"],
+        master_port=params["master_port"],
+    )
+    job = JobPaths(**{name: params[name] for name in JobPaths.__dataclass_fields__})
+    env = {str(name): str(value) for name, value in params["env"].items()}
+    try:
+        content = render_rank_wrapper(node, job, env, env_script=params["env_script"])
+    except ContractError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(path=params["path"], content=content, **ensure_content(module, params["path"], content))
+
+
+if __name__ == "__main__":
+    main()

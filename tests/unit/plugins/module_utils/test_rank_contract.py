@@ -1,0 +1,566 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The launch contract, and rank.sh run for real with bash under simulated launchers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
+    CONTRACT,
+    JOB_VARIABLES,
+    LAUNCHER_SETS,
+    PLACEHOLDERS,
+    STATUS_FIELDS,
+    ContractError,
+    JobPaths,
+    NodeDefaults,
+    expand_placeholders,
+    render_rank_wrapper,
+)
+from ansible_collections.multinode.training.plugins.module_utils.run_report import read_run_dir, summarize
+
+NODE = NodeDefaults(node="node2", node_index=1, slots=4, master_addr="10.0.0.1", master_port=29500)
+ENV = {"OMP_NUM_THREADS": "4", "NCCL_SOCKET_IFNAME": "eth1", "ODD": "a 'b' \"c\" $HOME `id` \\ ;"}
+
+# What each launcher sets in a rank's environment: rank 5 of 8, local rank 1 of 2 (LAUNCHER_SETS names them).
+LAUNCHER_ENVS: dict[str, dict[str, str]] = {
+    "torchrun": {
+        "RANK": "5",
+        "WORLD_SIZE": "8",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+        "GROUP_RANK": "2",
+        "MASTER_ADDR": "10.9.9.9",
+        "MASTER_PORT": "12345",
+        "OMP_NUM_THREADS": "1",  # torchrun's own default, which the node's env overrides
+    },
+    "mpiexec": {"PMI_RANK": "5", "PMI_SIZE": "8", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"},
+    "mpirun": {
+        "OMPI_COMM_WORLD_RANK": "5",
+        "OMPI_COMM_WORLD_SIZE": "8",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    },
+}
+TORCHRUN = LAUNCHER_ENVS["torchrun"]
+MINIMAL = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}  # what every launcher gives, one way or another
+RANK = 5
+
+# A rank that prints its working directory and environment.
+SHOW = (sys.executable, "-c", "import json, os; print(json.dumps({'cwd': os.getcwd(), 'env': dict(os.environ)}))")
+
+
+def status_file(job_dir: str, rank: int | str) -> str:
+    """Where the wrapper records rank ``rank``'s start and exit."""
+    return f"{job_dir.rstrip('/')}/status/rank-{rank}.json"
+
+
+def standard(
+    local_world_size: str,
+    group_rank: str = str(NODE.node_index),
+    master_addr: str = NODE.master_addr,
+    master_port: str = str(NODE.master_port),
+) -> dict[str, str]:
+    """The contract variables of rank 5 of 8, local rank 1; the rest defaults to NODE's fallbacks."""
+    return {
+        "RANK": "5",
+        "WORLD_SIZE": "8",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": local_world_size,
+        "GROUP_RANK": group_rank,
+        "MASTER_ADDR": master_addr,
+        "MASTER_PORT": master_port,
+    }
+
+
+def new_job(tmp_path: Path, **overrides: str) -> JobPaths:
+    """A job whose directory is laid out as a collected run's node directory: run/nodes/node2/{logs,status,work}."""
+    job_dir = tmp_path / "run" / "nodes" / NODE.node
+    for sub in ("logs", "status", "work"):
+        (job_dir / sub).mkdir(parents=True, exist_ok=True)
+    values = {
+        "job_id": "job-7",
+        "job_dir": str(job_dir),
+        "work_dir": str(job_dir / "work"),
+        "output_dir": "/shared/outputs/job-7",
+        "checkpoint_dir": "/shared/checkpoints/digits",
+        "resume_from": "/shared/checkpoints/digits/step-3.pt",
+        "data_dir": "/data/digits",
+        **overrides,
+    }
+    return JobPaths(**values)
+
+
+def make_wrapper(
+    job: JobPaths, env: Mapping[str, str] = ENV, *, env_script: str = "", node: NodeDefaults = NODE
+) -> Path:
+    path = Path(job.job_dir) / "rank.sh"
+    path.write_text(render_rank_wrapper(node, job, env, env_script=env_script))
+    return path
+
+
+def _default_sigint() -> None:
+    # A process started in the background of a non-interactive shell ignores SIGINT, and bash cannot
+    # trap a signal that was ignored when it started: give the wrapper a normal SIGINT.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def rank_command(wrapper: Path, launcher_env: Mapping[str, str], command: tuple[str, ...]) -> dict:
+    """Popen arguments for running ``command`` as a rank under ``wrapper``, with only the launcher's variables."""
+    return {
+        "args": ["bash", str(wrapper), *command],
+        "env": {"PATH": os.environ["PATH"], **launcher_env},
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "text": True,
+        "preexec_fn": _default_sigint,
+    }
+
+
+def run_rank(wrapper: Path, launcher_env: Mapping[str, str], *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(**rank_command(wrapper, launcher_env, command), timeout=30, check=False)
+
+
+def rank_view(wrapper: Path, launcher_env: Mapping[str, str]) -> tuple[Path, dict[str, str]]:
+    """The working directory and environment the rank ran with."""
+    result = run_rank(wrapper, launcher_env, *SHOW)
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    return Path(shown["cwd"]), shown["env"]
+
+
+def status_of(job: JobPaths, rank: int = RANK) -> dict:
+    return json.loads(Path(status_file(job.job_dir, rank)).read_text())
+
+
+def rank_log(job: JobPaths, rank: int = RANK) -> Path:
+    return Path(job.job_dir) / "logs" / f"rank-{rank}.log"
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped yet counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.fixture
+def started() -> Iterator[Callable[..., tuple[subprocess.Popen[str], int]]]:
+    """Start a rank in the background; returns the wrapper's process and the rank's pid. Kills leftovers."""
+    processes: list[subprocess.Popen[str]] = []
+    pids: list[int] = []
+
+    def start(
+        wrapper: Path, launcher_env: Mapping[str, str], script: str, *, prepare: str = ":"
+    ) -> tuple[subprocess.Popen[str], int]:
+        """Runs ``prepare``, writes the rank's pid where the test finds it (then it is ready), runs ``script``."""
+        pid_file = wrapper.parent / "rank.pid"
+        pid_file.unlink(missing_ok=True)
+        ready = f'echo $$ > "{pid_file}.tmp" && mv "{pid_file}.tmp" "{pid_file}"'
+        command = ("bash", "-c", f"{prepare}\n{ready}\n{script}")
+        processes.append(subprocess.Popen(**rank_command(wrapper, launcher_env, command)))
+        wait_for(pid_file.exists)
+        pids.append(int(pid_file.read_text()))
+        return processes[-1], pids[-1]
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    for process in processes:
+        process.communicate(timeout=10)
+
+
+# --- the contract itself ---
+
+
+def test_contract_names_the_standard_variables() -> None:
+    assert [variable.name for variable in CONTRACT] == [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    ]
+    assert [name for name, _ in JOB_VARIABLES] == ["JOB_ID", "OUTPUT_DIR", "CHECKPOINT_DIR", "RESUME_FROM", "DATA_DIR"]
+
+
+def test_contract_tables_agree() -> None:
+    sources = {source for variable in CONTRACT for source in variable.sources}
+    fallbacks = {variable.fallback for variable in CONTRACT} - {None}
+    job = JobPaths("j", "/j", "/w", "/o", "/c")
+    assert all(set(names) <= sources for names in LAUNCHER_SETS.values())
+    assert fallbacks <= set(NodeDefaults.__dataclass_fields__)
+    assert all(variable.sources[0] == variable.name for variable in CONTRACT)
+    assert list(job.variables()) == [name for name, _ in JOB_VARIABLES]
+    assert tuple(job.placeholder_values()) == PLACEHOLDERS
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHER_SETS))
+def test_simulated_launchers_set_what_the_contract_says(launcher: str) -> None:
+    assert set(LAUNCHER_ENVS[launcher]) - {"OMP_NUM_THREADS"} == set(LAUNCHER_SETS[launcher])
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        (["--out", "{output_dir}"], ["--out", "/o"]),
+        (["--resume={resume_from}", "{data_dir}/train"], ["--resume=/r", "/d/train"]),
+        (["{job_id}-{work_dir}-{checkpoint_dir}"], ["job-1-/w-/c"]),
+        (["{job_id}{job_id}"], ["job-1job-1"]),
+        (['{"a": 1}', "{foo}", "{ job_id }", "{JOB_ID}", "{job_id", "job_id}"], None),
+        ([], []),
+    ],
+)
+def test_expand_placeholders(words: list[str], expected: list[str] | None) -> None:
+    values = JobPaths("job-1", "/j", "/w", "/o", "/c", resume_from="/r", data_dir="/d").placeholder_values()
+    assert expand_placeholders(words, values) == (words if expected is None else expected)
+
+
+def test_expand_placeholders_with_empty_values() -> None:
+    values = JobPaths("job-1", "/j", "/w", "/o", "/c").placeholder_values()
+    assert expand_placeholders(["--resume", "{resume_from}", "{data_dir}"], values) == ["--resume", "", ""]
+
+
+def test_every_contract_and_job_variable_is_in_the_script(tmp_path: Path) -> None:
+    script = make_wrapper(new_job(tmp_path)).read_text()
+    for variable in CONTRACT:
+        assert f"export {variable.name}=" in script
+        assert all(f"${{{source}:" in script for source in variable.sources)
+    for name, _ in JOB_VARIABLES:
+        assert f"export {name}=" in script
+
+
+@pytest.mark.parametrize(
+    ("env", "env_script"),
+    [({}, ""), (ENV, ""), (ENV, "/opt/intel/oneapi/setvars.sh"), ({"A": "x y"}, "/opt/my env/vars.sh")],
+)
+def test_rendered_script_is_valid_bash(tmp_path: Path, env: dict[str, str], env_script: str) -> None:
+    wrapper = make_wrapper(new_job(tmp_path), env, env_script=env_script)
+    assert wrapper.read_text().startswith("#!/bin/bash\n")
+    result = subprocess.run(["bash", "-n", str(wrapper)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_job_id_cannot_break_out_of_the_comment(tmp_path: Path) -> None:
+    script = make_wrapper(new_job(tmp_path, job_id="job\nrm -rf /")).read_text()
+    assert "# One rank of job job rm -rf / on node2" in script
+    assert "rm -rf /" not in script.splitlines()
+
+
+@pytest.mark.parametrize("name", ["1ABC", "A-B", "A B", "", "X=Y", "A;B", "ÄB"])
+def test_invalid_env_name_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ContractError, match="invalid environment variable name"):
+        render_rank_wrapper(NODE, new_job(tmp_path), {name: "1"})
+
+
+@pytest.mark.parametrize("name", ["node 1", "", "n;rm", "n$x", 'n"', "n'", "n/1", "n\n"])
+def test_invalid_node_name_is_refused(tmp_path: Path, name: str) -> None:
+    node = NodeDefaults(node=name, node_index=0, slots=1, master_addr="a", master_port=1)
+    with pytest.raises(ContractError, match="node name"):
+        render_rank_wrapper(node, new_job(tmp_path), {})
+
+
+@pytest.mark.parametrize("name", ["node1", "gpu-node.example.org", "n_1", "user@host", "h:2", "a+b"])
+def test_valid_node_names(tmp_path: Path, name: str) -> None:
+    node = NodeDefaults(node=name, node_index=0, slots=1, master_addr="a", master_port=1)
+    job = new_job(tmp_path)
+    wrapper = make_wrapper(job, node=node)
+    assert run_rank(wrapper, MINIMAL, "true").returncode == 0
+    assert status_of(job)["node"] == name
+
+
+# --- rank.sh under each launcher ---
+
+
+@pytest.mark.parametrize(
+    ("launcher_env", "expected"),
+    [
+        pytest.param(TORCHRUN, standard("2", "2", "10.9.9.9", "12345"), id="torchrun-sets-everything"),
+        pytest.param(LAUNCHER_ENVS["mpiexec"], standard("2"), id="intel-mpi"),
+        pytest.param(LAUNCHER_ENVS["mpirun"], standard("2"), id="open-mpi"),
+        pytest.param(MINIMAL, standard(str(NODE.slots)), id="local-world-size-from-slots"),
+        pytest.param(
+            {**LAUNCHER_ENVS["mpirun"], "PMI_RANK": "0", "PMI_SIZE": "1", "MPI_LOCALNRANKS": "7"},
+            standard("2"),
+            id="open-mpi-before-pmi",
+        ),
+        pytest.param(
+            {**LAUNCHER_ENVS["mpiexec"], "RANK": "", "WORLD_SIZE": "", "MASTER_PORT": ""},
+            standard("2"),
+            id="empty-counts-as-unset",
+        ),
+        pytest.param(
+            {**MINIMAL, "OMPI_COMM_WORLD_RANK": "0", "PMI_RANK": "1", "MPI_LOCALNRANKS": "3"},
+            standard("3"),
+            id="torchrun-names-first",
+        ),
+        pytest.param({**MINIMAL, "GROUP_RANK": "0", "MASTER_ADDR": "h0"}, standard("4", "0", "h0"), id="some-given"),
+    ],
+)
+def test_standard_variables(tmp_path: Path, launcher_env: dict[str, str], expected: dict[str, str]) -> None:
+    _, env = rank_view(make_wrapper(new_job(tmp_path)), launcher_env)
+    assert {name: env[name] for name in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("job_overrides", "expected_empty"),
+    [({}, ()), ({"resume_from": "", "data_dir": ""}, ("RESUME_FROM", "DATA_DIR"))],
+)
+def test_rank_runs_in_work_dir_with_job_variables_and_env(
+    tmp_path: Path, job_overrides: dict[str, str], expected_empty: tuple[str, ...]
+) -> None:
+    job = new_job(tmp_path, **job_overrides)
+    cwd, env = rank_view(make_wrapper(job), TORCHRUN)
+    assert cwd.resolve() == Path(job.work_dir).resolve()
+    assert {name: env[name] for name, _ in JOB_VARIABLES} == job.variables()
+    assert [name for name, _ in JOB_VARIABLES if env[name] == ""] == list(expected_empty)
+    assert {name: env[name] for name in ENV} == ENV  # OMP_NUM_THREADS=4 beats torchrun's 1
+
+
+def test_work_dir_with_spaces(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    work_dir = tmp_path / "my work dir"
+    work_dir.mkdir()
+    cwd, _ = rank_view(make_wrapper(JobPaths(**{**job.__dict__, "work_dir": str(work_dir)})), TORCHRUN)
+    assert cwd.resolve() == work_dir.resolve()
+
+
+@pytest.mark.parametrize(
+    ("launcher_env", "missing"),
+    [
+        ({}, "RANK (tried RANK OMPI_COMM_WORLD_RANK PMI_RANK)"),
+        ({"RANK": "0", "LOCAL_RANK": "0"}, "WORLD_SIZE (tried WORLD_SIZE OMPI_COMM_WORLD_SIZE PMI_SIZE)"),
+        (
+            {"PMI_RANK": "0", "PMI_SIZE": "2"},
+            "LOCAL_RANK (tried LOCAL_RANK OMPI_COMM_WORLD_LOCAL_RANK MPI_LOCALRANKID)",
+        ),
+    ],
+)
+def test_missing_rank_variable_fails_naming_the_variables_tried(
+    tmp_path: Path, launcher_env: dict[str, str], missing: str
+) -> None:
+    job = new_job(tmp_path)
+    marker = tmp_path / "ran"
+    result = run_rank(make_wrapper(job), launcher_env, "touch", str(marker))
+    assert result.returncode != 0
+    assert f"no launcher variable gives {missing}" in result.stderr
+    assert not marker.exists()
+    assert list((Path(job.job_dir) / "status").iterdir()) == []
+
+
+def test_env_script_is_sourced_before_anything(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    seen = tmp_path / "seen-by-env-script"
+    env_script = tmp_path / "my env" / "vars.sh"
+    env_script.parent.mkdir()
+    env_script.write_text(
+        # Runs before `set -u` (reads an unset variable), before the wrapper's own env and the contract,
+        # before the start is recorded and in the caller's directory.
+        f': "${{NEVER_SET_ANYWHERE}}"\n'
+        f'ls "{job.job_dir}/status" > "{seen}"; pwd >> "{seen}"\n'
+        "export FROM_SCRIPT=yes OMP_NUM_THREADS=99 MASTER_PORT=4242 I_MPI_ROOT=/opt/intel/mpi\n"
+    )
+    cwd, env = rank_view(make_wrapper(job, env_script=str(env_script)), MINIMAL)
+    assert env["FROM_SCRIPT"] == "yes"
+    assert env["I_MPI_ROOT"] == "/opt/intel/mpi"
+    assert env["OMP_NUM_THREADS"] == "4"  # the wrapper's env comes after the script
+    assert env["MASTER_PORT"] == "4242"  # the script runs before the contract, as a launcher would
+    assert seen.read_text().splitlines() == [os.getcwd()]  # no status file yet, not yet in work_dir
+    assert cwd.resolve() == Path(job.work_dir).resolve()
+
+
+@pytest.mark.parametrize(("body", "code"), [("return 7", 7), ("false", 1)])
+def test_failing_env_script_stops_the_rank(tmp_path: Path, body: str, code: int) -> None:
+    job = new_job(tmp_path)
+    env_script = tmp_path / "vars.sh"
+    env_script.write_text(f"{body}\n")
+    marker = tmp_path / "ran"
+    result = run_rank(make_wrapper(job, env_script=str(env_script)), MINIMAL, "touch", str(marker))
+    assert result.returncode == code
+    assert not marker.exists()
+    assert not Path(status_file(job.job_dir, RANK)).exists()
+
+
+def test_missing_env_script_stops_the_rank(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    result = run_rank(make_wrapper(job, env_script=str(tmp_path / "absent.sh")), MINIMAL, "true")
+    assert result.returncode != 0
+    assert "absent.sh" in result.stderr
+    assert not Path(status_file(job.job_dir, RANK)).exists()
+
+
+# --- exit status, status file and log ---
+
+
+@pytest.mark.parametrize(
+    ("script", "code", "signal_number"),
+    [
+        ("exit 0", 0, None),
+        ("exit 3", 3, None),
+        ("exit 1", 1, None),
+        ("kill -KILL $$", 137, 9),
+        ("kill -TERM $$", 143, 15),  # a signal the wrapper did not pass on: not stopped
+    ],
+)
+def test_exit_code_is_passed_through_and_recorded(
+    tmp_path: Path, script: str, code: int, signal_number: int | None
+) -> None:
+    job = new_job(tmp_path)
+    before = time.time()
+    result = run_rank(make_wrapper(job), TORCHRUN, "bash", "-c", script)
+    after = time.time()
+    assert result.returncode == code
+    status = status_of(job)
+    assert tuple(status) == STATUS_FIELDS
+    assert {key: status[key] for key in ("rank", "node", "host", "code", "signal", "stopped")} == {
+        "rank": RANK,
+        "node": NODE.node,
+        "host": socket.gethostname(),
+        "code": code,
+        "signal": signal_number,
+        "stopped": False,
+    }
+    assert before - 1 <= status["started"] <= status["ended"] <= after + 1
+    assert not Path(status_file(job.job_dir, RANK) + ".tmp").exists()
+
+
+def test_status_is_what_the_run_summary_reads(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    wrapper = make_wrapper(job)
+    for rank, code in ((0, 0), (1, 3)):
+        run_rank(wrapper, {**MINIMAL, "RANK": str(rank), "WORLD_SIZE": "2"}, "bash", "-c", f"exit {code}")
+    records = read_run_dir(tmp_path / "run", [NODE.node])
+    assert sorted(records.rank_status) == [0, 1]
+    summary = summarize(
+        records,
+        job_id="job-7",
+        launcher="torchrun",
+        nodes=["10.0.0.2"],
+        node_names=[NODE.node],
+        world_size=2,
+        timed_out=False,
+        launcher_exit_code=1,
+    )
+    assert summary["failure_reasons"] == ["rank 1 on node2 exited 3", "launcher exited 1"]
+    assert summary["rank_exit_codes"] == {"0": 0, "1": 3}
+    assert summary["phases"]["train"] is not None
+
+
+def test_stdout_and_stderr_are_appended_to_the_rank_log(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    rank_log(job).write_text("an earlier attempt\n")
+    result = run_rank(make_wrapper(job), TORCHRUN, "bash", "-c", "echo to-stdout; echo to-stderr >&2; exit 2")
+    assert result.returncode == 2
+    assert result.stdout == "to-stdout\n"
+    assert result.stderr == "to-stderr\n"
+    lines = rank_log(job).read_text().splitlines()
+    assert lines[0] == "an earlier attempt"
+    assert sorted(lines[1:]) == ["to-stderr", "to-stdout"]
+
+
+def test_each_rank_has_its_own_log(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    wrapper = make_wrapper(job)
+    for rank in (0, 1):
+        run_rank(wrapper, {**MINIMAL, "RANK": str(rank)}, "bash", "-c", 'echo "I am $RANK"')
+    assert [rank_log(job, rank).read_text() for rank in (0, 1)] == ["I am 0\n", "I am 1\n"]
+
+
+# --- signals ---
+
+
+def test_sigterm_is_passed_to_the_rank_and_recorded_as_stopped(tmp_path: Path, started: Callable) -> None:
+    job = new_job(tmp_path)
+    process, pid = started(make_wrapper(job), TORCHRUN, "exec sleep 30")
+    assert tuple(status_of(job)) == ("rank", "node", "host", "started")  # running: no end yet
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=10)
+    assert process.returncode == 143
+    assert {key: status_of(job)[key] for key in ("code", "signal", "stopped")} == {
+        "code": 143,
+        "signal": 15,
+        "stopped": True,
+    }
+    assert not alive(pid)
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_stop_signals_reach_the_rank_as_sigterm_and_the_wrapper_waits_for_its_end(
+    tmp_path: Path, started: Callable, sent: signal.Signals
+) -> None:
+    job = new_job(tmp_path)
+    got = tmp_path / "got"
+    # The rank cleans up for a moment after SIGTERM, then exits 7: the wrapper records that, not the interrupted wait.
+    trap = f"trap 'echo TERM > \"{got}\"; kill $!; sleep 0.3; echo cleaned; exit 7' TERM"
+    process, pid = started(make_wrapper(job), TORCHRUN, "sleep 30 & wait", prepare=trap)
+    process.send_signal(sent)
+    out, _ = process.communicate(timeout=10)
+    assert process.returncode == 7
+    assert got.read_text() == "TERM\n"
+    assert out == "cleaned\n"
+    assert {key: status_of(job)[key] for key in ("code", "signal", "stopped")} == {
+        "code": 7,
+        "signal": None,
+        "stopped": True,
+    }
+    assert not alive(pid)
+
+
+def test_recorded_status_is_the_rank_s_own_even_when_it_ends_at_once(tmp_path: Path, started: Callable) -> None:
+    job = new_job(tmp_path)
+    wrapper = make_wrapper(job)
+    for _ in range(30):  # it loses the race about one time in ten to three
+        process, _ = started(wrapper, TORCHRUN, "exec sleep 30")
+        process.send_signal(signal.SIGHUP)  # passed on as SIGTERM: the rank dies of signal 15 at once
+        process.communicate(timeout=10)
+        assert (process.returncode, status_of(job)["signal"]) == (143, 15)
+
+
+def test_sigkill_of_the_wrapper_kills_the_rank(tmp_path: Path, started: Callable) -> None:
+    job = new_job(tmp_path)
+    process, pid = started(make_wrapper(job), TORCHRUN, "exec sleep 30")
+    assert alive(pid)
+    process.kill()
+    process.communicate(timeout=10)  # returns once the rank (and its log's tee) closed the output
+    wait_for(lambda: not alive(pid), timeout=5)
+    assert tuple(status_of(job)) == ("rank", "node", "host", "started")  # start recorded, no end
+
+
+# --- quoting of the paths and fallbacks ---
+
+
+def test_job_dir_with_shell_characters(tmp_path: Path) -> None:
+    job = new_job(tmp_path / "a$HOME`b`")
+    assert run_rank(make_wrapper(job), MINIMAL, "true").returncode == 0
+    assert status_of(job)["code"] == 0
+
+
+def test_empty_master_addr_fallback_is_empty(tmp_path: Path) -> None:
+    node = NodeDefaults(node="node2", node_index=1, slots=4, master_addr="", master_port=29500)
+    _, env = rank_view(make_wrapper(new_job(tmp_path), node=node), MINIMAL)
+    assert env["MASTER_ADDR"] == ""
