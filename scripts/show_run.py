@@ -17,7 +17,10 @@ def describe(run_dir: Path) -> str:
         f"run {summary['job_id']}: {summary['status']}",
         f"  results:          {run_dir.resolve()}",
         f"  launcher:         {summary['launcher']} on {len(summary['nodes'])} nodes, world size {summary['world_size']}",
+        f"  rank exit codes:  {summary['rank_exit_codes']}",
         f"  test accuracy:    {summary['test_accuracy']}",
+        f"  outputs:          {', '.join(summary.get('outputs', [])) or 'none'}",
+        f"  resumed from:     {summary.get('resumed_from') or 'nothing (a fresh start)'}",
         f"  phases:           {phases}",
         f"  provision:        {summary['provision_changed']} changed tasks",
     ]
