@@ -63,6 +63,7 @@ class RunRecords:
     launcher_events: list[dict[str, Any]] = field(default_factory=list)
     rank_status: dict[int, dict[str, Any]] = field(default_factory=dict)
     rank_events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    rank_log_tails: dict[int, str] = field(default_factory=dict)
     ssh_logs: dict[str, str] = field(default_factory=dict)
     agent_logs: dict[str, str] = field(default_factory=dict)
 
@@ -81,7 +82,9 @@ def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
         for path in sorted(logs.glob("rank-*.log")):
             rank = path.stem[len("rank-") :]
             if rank.isdigit():
-                records.rank_events[int(rank)] = parse_events(_read(path))
+                text = _read(path)
+                records.rank_events[int(rank)] = parse_events(text)
+                records.rank_log_tails[int(rank)] = text[-_DIAGNOSTIC_CHARS:]
         for other in node_names:
             if (logs / f"ssh-{other}.log").exists():
                 records.ssh_logs[other] = _read(logs / f"ssh-{other}.log")[-_DIAGNOSTIC_CHARS:]
@@ -145,7 +148,14 @@ class _Failure:
     text: str
 
 
-def _rank_failures(rank_status: dict[int, dict[str, Any]], world_size: int) -> list[_Failure]:
+# What a rank prints when the gloo teardown race kills it at interpreter exit, after its work
+# (pytorch/pytorch#117762: a gloo worker thread takes the GIL while Python finalizes).
+_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def _rank_failures(
+    rank_status: dict[int, dict[str, Any]], world_size: int, log_tails: dict[int, str]
+) -> list[_Failure]:
     if not rank_status:
         return [_Failure(_CONSEQUENCE, float("inf"), "no rank started")]
     failures = []
@@ -164,7 +174,10 @@ def _rank_failures(rank_status: dict[int, dict[str, Any]], world_size: int) -> l
         elif status.get("stopped"):
             failures.append(_Failure(_CONSEQUENCE, ended, f"{where} was stopped after the failure (exit {code})"))
         elif status.get("signal"):
-            failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(int(status['signal']))}"))
+            hint = ""
+            if status["signal"] == signals.SIGABRT and _TEARDOWN_ABORT in log_tails.get(rank, ""):
+                hint = " at interpreter exit, after its work (the gloo teardown race of pytorch/pytorch#117762)"
+            failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(int(status['signal']))}{hint}"))
         elif code != 0:
             failures.append(_Failure(_FAILED, ended, f"{where} exited {code}"))
     return failures
@@ -217,7 +230,7 @@ def failure_reasons(
 ) -> list[str]:
     """Why the run failed, root cause first; empty when it succeeded."""
     failures = _worker_failures(worker_states) + _launcher_failures(records, launcher)
-    failures += _rank_failures(records.rank_status, world_size)
+    failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails)
     if timed_out:
         failures.append(_Failure(_TIMEOUT, 0.0, "timed out"))
     if launcher_exit_code is not None and launcher_exit_code < 0:

@@ -645,3 +645,20 @@ def test_read_run_dir(tmp_path: Path) -> None:
 
 def test_read_run_dir_of_nothing(tmp_path: Path) -> None:
     assert read_run_dir(tmp_path / "absent", NAMES) == RunRecords()
+
+
+@pytest.mark.parametrize(
+    ("log_tail", "explained"),
+    [("saved model.pt\nterminate called without an active exception\n", True), ("Traceback ...\n", False)],
+)
+def test_an_abort_at_interpreter_exit_is_explained_but_still_fails(log_tail: str, explained: bool) -> None:
+    records = make_records(
+        rank_status(0, code=0),
+        rank_status(1, code=0),
+        rank_status(2, code=134, signal=6),
+    )
+    records.rank_log_tails = {2: log_tail}
+    summary = summary_of(records)
+    assert summary["status"] == "failed"
+    assert summary["failure_reasons"][0].startswith("rank 2 on node3 killed by signal 6 (SIGABRT)")
+    assert ("pytorch/pytorch#117762" in summary["failure_reasons"][0]) is explained
