@@ -24,6 +24,7 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
     uniform_slots,
     world_size,
 )
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME
 
 RDZV_BACKENDS = ("c10d", "static")
 # Collective backends rank_tuning() knows; only ccl reserves cores (for oneCCL's workers).
@@ -49,7 +50,6 @@ _IFACE_VARIABLES = (
     "GLOO_SOCKET_IFNAME",
     "NCCL_SOCKET_IFNAME",
 )
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RELEASE = re.compile(r"([0-9]+)\.([0-9]+)(?:\.[0-9]+)*(?:\+\S*)?")
 
 
@@ -234,7 +234,7 @@ def _rank_env(spec: LaunchSpec) -> dict[str, str]:
     env.update(network_env(spec.iface, _master_addr(spec), spec.master_port))
     env.update(spec.env)
     for name in env:
-        if not _ENV_NAME.fullmatch(name):
+        if not ENV_NAME.fullmatch(name):
             raise LaunchError(f"invalid environment variable name {name!r}")
     return env
 

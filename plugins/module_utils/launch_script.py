@@ -32,10 +32,9 @@ from typing import Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
 from ansible_collections.multinode.training.plugins.module_utils.launch import LaunchError, LaunchSpec, build
+# Node names become log file names, bash array keys and JSON strings in the script.
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import NODE_NAME
 
-# Node names become log file names, bash array keys and JSON strings in the script,
-# so they are limited to characters that need no quoting or escaping in any of those.
-_NODE_NAME = re.compile(r"[A-Za-z0-9_.:@+-]+")
 # Words that start a new line of a long command: launcher options and the ``env`` of the rank environment.
 _OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9_.-]*")
 _CONTINUATION = " \\\n  "
@@ -225,7 +224,7 @@ def _single_launcher_body(spec: LaunchSpec, argv: list[str]) -> list[str]:
 def _node_names(spec: LaunchSpec) -> list[str]:
     names = [host.name for host in spec.hosts]
     for name in names:
-        if not _NODE_NAME.fullmatch(name):
+        if not NODE_NAME.fullmatch(name):
             raise LaunchError(
                 f"node name {name!r} cannot name a log file in the launch script;"
                 " use letters, digits and . _ : @ + - only"

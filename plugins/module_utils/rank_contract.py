@@ -89,8 +89,9 @@ STATUS_FIELDS = ("rank", "node", "host", "started", "ended", "code", "signal", "
 # {name} placeholders the launch command's arguments may hold, expanded before launch.
 PLACEHOLDERS = ("job_id", "output_dir", "checkpoint_dir", "resume_from", "data_dir", "work_dir")
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NODE_NAME = re.compile(r"[A-Za-z0-9_.:@+-]+")
+# Names that end up in shell words, file names and JSON strings without quoting (launch.py, launch_script.py).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NODE_NAME = re.compile(r"[A-Za-z0-9_.:@+-]+")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
@@ -131,17 +132,6 @@ class JobPaths:
             "DATA_DIR": self.data_dir,
         }
 
-    def placeholder_values(self) -> dict[str, str]:
-        """Values of PLACEHOLDERS."""
-        return {
-            "job_id": self.job_id,
-            "output_dir": self.output_dir,
-            "checkpoint_dir": self.checkpoint_dir,
-            "resume_from": self.resume_from,
-            "data_dir": self.data_dir,
-            "work_dir": self.work_dir,
-        }
-
 
 def expand_placeholders(words: Sequence[str], values: Mapping[str, str]) -> list[str]:
     """``words`` with every ``{output_dir}``-style placeholder replaced; other braces stay as they are."""
@@ -165,10 +155,10 @@ def render_rank_wrapper(
     SIGINT and SIGHUP are passed on to it, and the status file then says
     ``stopped``. The wrapper exits with the rank's exit code.
     """
-    if not _NODE_NAME.fullmatch(node.node):
+    if not NODE_NAME.fullmatch(node.node):
         raise ContractError(f"node name {node.node!r}: use letters, digits and . _ : @ + - only")
     for name in env:
-        if not _ENV_NAME.fullmatch(name):
+        if not ENV_NAME.fullmatch(name):
             raise ContractError(f"invalid environment variable name {name!r}")
     lines = [
         "#!/bin/bash",
