@@ -1,0 +1,126 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of multinode.training.preflight: judges every input of the run on the controller."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ansible.errors import AnsibleError, AnsibleUndefinedVariable
+from ansible.plugins.action import ActionBase
+from ansible.template import trust_as_template
+
+from ansible_collections.multinode.training.plugins.plugin_utils import preflight
+
+ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
+
+
+def plain(value: Any) -> Any:
+    """Templated Ansible values (lazy containers, tagged strings) as plain Python data."""
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(("roles", "launcher_group", "workers_group"))
+
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        roles = self._task.args.get("roles") or list(preflight.RUN_ROLES)
+        groups = (self._task.args.get("launcher_group", "launcher"), self._task.args.get("workers_group", "workers"))
+        options = preflight.merge_options(self._load_yaml(ROLES_DIR / role / "meta" / "argument_specs.yml") for role in roles)
+        hostvars = task_vars["hostvars"]
+        hosts = list(task_vars.get("ansible_play_hosts_all") or [])
+        names = set(options) | set(preflight.NAMED_RULES)
+        values = {host: self._set_values(hostvars[host], names) for host in hosts}
+
+        found: list[tuple[str, preflight.Problem]] = []
+        for host, (host_values, template_problems) in values.items():
+            found += [(host, problem) for problem in template_problems + preflight.value_problems(options, host_values)]
+        launchers = list(task_vars["groups"].get(groups[0], []))
+        workers = list(task_vars["groups"].get(groups[1], []))
+        entries = self._entries(hostvars, hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
+        first = launchers[0] if launchers else hosts[0]
+        problems = (
+            preflight.merge_hosts(found, hosts)
+            + preflight.inventory_problems(launchers, workers, entries, groups)
+            + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
+        )
+        result.update(changed=False, problems=[str(problem) for problem in problems], checked_hosts=len(hosts))
+        if problems:
+            result["failed"] = True
+            result["msg"] = f"{len(problems)} problem(s) with the run's inputs, nothing was changed:\n" + "\n".join(
+                f"- {problem}" for problem in problems
+            )
+        else:
+            result["msg"] = f"{len(hosts)} hosts, every input valid"
+        return result
+
+    def _load_yaml(self, path: Path) -> dict[str, Any]:
+        return plain(self._loader.load_from_file(str(path))) if path.is_file() else {}
+
+    @staticmethod
+    def _set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[preflight.Problem]]:
+        """The variables of ``names`` this host sets (inventory, group or extra vars), templated. A template that
+        needs a fact gathered later is left to the role; any other template error is a problem."""
+        values: dict[str, Any] = {}
+        problems = []
+        for name in sorted(names):
+            if name not in host_vars:
+                continue
+            try:
+                values[name] = plain(host_vars[name])
+            except AnsibleUndefinedVariable:
+                continue
+            except AnsibleError as error:
+                problems.append(preflight.Problem(name, f"cannot be templated: {error.message}"))
+        return values, problems
+
+    @staticmethod
+    def _entries(hostvars: Any, hosts: list[str], values: dict[str, Any], ssh_port: int) -> list[preflight.HostEntry]:
+        entries = []
+        for host in hosts:
+            own = values[host][0]
+            connect = str(hostvars[host].get("ansible_host") or host)
+            entries.append(
+                preflight.HostEntry(
+                    name=host,
+                    connect_address=connect,
+                    connect_port=_as_int(hostvars[host].get("ansible_port"), 22),
+                    mesh_address=str(own.get("cluster_address") or connect),
+                    mesh_port=_as_int(own.get("cluster_ssh_port"), ssh_port),
+                )
+            )
+        return entries
+
+    def _controller_paths(self, own: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, str]:
+        """The code, script, data and runs paths the run will use: the host's own values, else the roles'."""
+
+        def value(name: str, role: str) -> str:
+            if name in own:
+                return str(own[name])
+            defaults = self._loader.load_from_file(str(ROLES_DIR / role / "defaults" / "main.yml")) or {}
+            templar = self._templar.copy_with_new_env(available_variables={**task_vars, "role_path": str(ROLES_DIR / role)})
+            return str(templar.template(trust_as_template(defaults.get(name, ""))))
+
+        return {
+            "workload_src": value("workload_src", "workload"),
+            "script": value("launcher_script", "launcher"),
+            "data_src": "" if own.get("workload_data_path") else value("workload_data_src", "workload"),
+            "runs_dir": value("launcher_runs_dir", "launcher"),
+        }
+
+
+def _as_int(value: Any, fallback: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return fallback

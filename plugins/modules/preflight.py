@@ -1,0 +1,71 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done on the controller by the action plugin plugins/action/preflight.py; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: preflight
+short_description: Judge every input of a training run on the controller, before any node changes
+description:
+  - Runs on the controller only; connects to no node and changes nothing.
+  - Validates the variables every host of the play sets (inventory, group and extra vars) against the argument
+    specs of the run's roles (types, choices), then against the ranges and character sets an argument spec cannot
+    say (ports 1-65535, timeouts > 0, numeric ids, ranks per node >= 1 or C(auto), environment variable names, and
+    names that end up in container names, paths or shell contexts).
+  - Checks the inventory's shape (exactly one launcher, not also a worker; host names usable in paths and unique
+    regardless of case; no two hosts on the same SSH endpoint or worker sshd endpoint) and that the training code
+    directory, the training script in it, the data set directory and the runs directory are usable on the
+    controller.
+  - Reports every problem at once, each naming the variable, the hosts and what is allowed, and fails if there is
+    any. Use it once per play (C(run_once)) in a play with C(any_errors_fatal), so no host goes on.
+author:
+  - multinode.training team
+attributes:
+  check_mode:
+    description: Can run in check mode and return changed status prediction without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
+    support: none
+options:
+  roles:
+    description: Roles of this collection whose argument specs judge the hosts' variables. Empty means every role
+      a training run uses.
+    type: list
+    elements: str
+    default: []
+  launcher_group:
+    description: Inventory group holding the launcher node.
+    type: str
+    default: launcher
+  workers_group:
+    description: Inventory group holding the other nodes.
+    type: str
+    default: workers
+"""
+
+EXAMPLES = r"""
+- name: Judge the run's inputs before anything changes
+  multinode.training.preflight:
+    launcher_group: launcher
+    workers_group: workers
+  run_once: true
+"""
+
+RETURN = r"""
+problems:
+  description: Every problem found, each naming the hosts, the variable and what is allowed. Empty when all is valid.
+  returned: always
+  type: list
+  elements: str
+  sample: ["host node2: cluster_ssh_port: 70000 is not allowed; use a port from 1 to 65535"]
+checked_hosts:
+  description: Number of hosts whose variables were judged.
+  returned: always
+  type: int
+  sample: 3
+"""

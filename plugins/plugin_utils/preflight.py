@@ -1,0 +1,269 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight's checks: every input of a run, judged on the controller before any node changes.
+
+Pure functions over plain data (the role argument specs, each host's variables, the controller's file system),
+used by the action plugin multinode.training.preflight. Each returns Problems; nothing stops at the first one, so
+a user sees every mistake of a run at once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+# The roles a training run uses (provision.yml + launch.yml): their inputs are all checked up front, so a
+# mistake in a launch variable cannot surface after the nodes were provisioned.
+RUN_ROLES = (
+    "cluster",
+    "oneapi",
+    "host_runtime",
+    "container_runtime",
+    "gpu_drivers",
+    "ssh_mesh",
+    "workload",
+    "workers",
+    "launcher",
+)
+
+# Whole-string patterns (used with fullmatch, so a trailing newline does not slip through).
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+SAFE_PATH_CHARS = re.compile(r"[A-Za-z0-9_./+-]+")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_ID = 2**32 - 2  # the largest uid/gid Linux accepts (2**32 - 1 is "no id")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad input: the variable (or inventory item), what is wrong and what is allowed, and where."""
+
+    variable: str
+    message: str
+    hosts: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        where = f"host {', '.join(self.hosts)}: " if self.hosts else ""
+        return f"{where}{self.variable}: {self.message}"
+
+
+Rule = Callable[[Any], "str | None"]
+
+
+def _int_in(low: int, high: int | None, allowed: str) -> Rule:
+    def rule(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+            return f"{value!r} is not allowed; use {allowed}"
+        return None
+
+    return rule
+
+
+def _count_or_auto(value: Any) -> str | None:
+    if value == "auto":
+        return None
+    try:
+        count = int(str(value))
+    except ValueError:
+        count = 0
+    return None if count >= 1 else f"{value!r} is not allowed; use a whole number >= 1 or 'auto'"
+
+
+def _matching(pattern: re.Pattern[str], allowed: str, empty_ok: bool = False) -> Rule:
+    def rule(value: Any) -> str | None:
+        text = str(value)
+        if (empty_ok and text == "") or pattern.fullmatch(text):
+            return None
+        return f"{text!r} is not allowed; use {allowed}"
+
+    return rule
+
+
+def _safe_path(absolute: bool) -> Rule:
+    kind = "an absolute path" if absolute else "a path relative to the code directory"
+    allowed = f"{kind} of letters, digits and _ . / + - without '..'"
+
+    def rule(value: Any) -> str | None:
+        text = str(value)
+        bad = not SAFE_PATH_CHARS.fullmatch(text) or ".." in text.split("/") or text.startswith("/") != absolute
+        return f"{text!r} is not allowed; use {allowed}" if bad else None
+
+    return rule
+
+
+def _environment(value: Any) -> str | None:
+    if not isinstance(value, Mapping):
+        return None  # the argument spec reports the type
+    bad_names = sorted(str(name) for name in value if not ENV_NAME.fullmatch(str(name)))
+    nested = sorted(str(name) for name, item in value.items() if isinstance(item, (Mapping, list)))
+    messages = []
+    if bad_names:
+        messages.append(f"invalid variable names {bad_names}; a name is letters, digits and _, not starting with a digit")
+    if nested:
+        messages.append(f"values of {nested} are lists or mappings; use a string or number")
+    return "; ".join(messages) or None
+
+
+PORT = _int_in(1, 65535, "a port from 1 to 65535")
+POSITIVE = _int_in(1, None, "a whole number of seconds > 0")
+ID = _int_in(0, MAX_ID, f"a numeric id from 0 to {MAX_ID}")
+NAME_TEXT = "1-63 letters, digits and _ . - starting with a letter or digit"
+NAME = _matching(SAFE_NAME, NAME_TEXT)
+OPTIONAL_NAME = _matching(SAFE_NAME, f"empty, or {NAME_TEXT}", empty_ok=True)
+
+# Rules by variable name, beyond what an argument spec can say (ranges, character sets).
+NAMED_RULES: dict[str, Rule] = {
+    "cluster_name": NAME,
+    "cluster_user": _matching(USER_NAME, "a Linux user name: lower-case letters, digits, _ and -, at most 32"),
+    "cluster_slots": _int_in(1, None, "a whole number of ranks >= 1"),
+    "cluster_root": _safe_path(absolute=True),
+    "workload_dir": _safe_path(absolute=True),
+    "launcher_workdir": _safe_path(absolute=True),
+    "workers_workdir": _safe_path(absolute=True),
+    "launcher_script": _safe_path(absolute=False),
+    "launcher_job_id": OPTIONAL_NAME,
+    "launcher_job_name": OPTIONAL_NAME,
+    "launcher_container_name": NAME,
+    "workers_container_name": NAME,
+    "launcher_worker_container_name": NAME,
+    "launcher_nproc_per_node": _count_or_auto,
+    "launcher_keep_jobs": _int_in(0, None, "0 (keep all) or how many of the newest to keep"),
+    "launcher_keep_runs": _int_in(0, None, "0 (keep all) or how many of the newest to keep"),
+    "launcher_omp_num_threads": _count_or_auto,
+    "launcher_env": _environment,
+    "training_runtime": _matching(re.compile(r"container|host"), "'container' or 'host'"),
+    "oneapi_verify_env": _environment,
+}
+# Rules by name ending: every port, timeout and numeric id of every role, present and future.
+SUFFIX_RULES: dict[str, Rule] = {"_port": PORT, "_timeout": POSITIVE, "_uid": ID, "_gid": ID}
+
+
+def rule_for(variable: str) -> Rule | None:
+    if variable in NAMED_RULES:
+        return NAMED_RULES[variable]
+    return next((rule for suffix, rule in SUFFIX_RULES.items() if variable.endswith(suffix)), None)
+
+
+def merge_options(specs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The options of several roles' argument specs (every entry point) as one name -> spec mapping."""
+    options: dict[str, dict[str, Any]] = {}
+    for document in specs:
+        for entry_point in (document.get("argument_specs") or {}).values():
+            options.update(entry_point.get("options") or {})
+    return options
+
+
+def value_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> list[Problem]:
+    """Type and choice errors from the argument specs, then the range and character-set rules, of the values a
+    host sets. Only what is set is judged: the roles' own defaults are valid (a unit test holds them to it)."""
+    problems = []
+    for name in sorted(values):
+        value = values[name]
+        if name in options:
+            result = ArgumentSpecValidator({name: dict(options[name])}).validate({name: value})
+            if result.error_messages:
+                problems += [Problem(name, message) for message in result.error_messages]
+                continue
+            # A path is judged as written: the nodes get it so, not expanded on the controller as the spec does.
+            if options[name].get("type") != "path":
+                value = result.validated_parameters[name]
+        rule = rule_for(name)
+        message = rule(value) if rule else None
+        if message:
+            problems.append(Problem(name, message))
+    return problems
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    """What the inventory says about one host, before any fact is gathered."""
+
+    name: str
+    connect_address: str
+    connect_port: int
+    mesh_address: str
+    mesh_port: int
+
+
+def inventory_problems(launchers: list[str], workers: list[str], hosts: list[HostEntry], groups: tuple[str, str]) -> list[Problem]:
+    """Exactly one launcher, not also a worker; host names usable in paths; no two hosts on one endpoint."""
+    launcher_group, workers_group = groups
+    problems = []
+    if len(launchers) != 1:
+        problems.append(
+            Problem(f"group {launcher_group}", f"must hold exactly one host, it holds {len(launchers)}: {', '.join(launchers) or 'none'}")
+        )
+    both = sorted(set(launchers) & set(workers))
+    if both:
+        problems.append(
+            Problem(f"group {workers_group}", f"{', '.join(both)} also in group {launcher_group}; the launcher runs a rank already, list it once")
+        )
+    for host in hosts:
+        if not SAFE_NAME.fullmatch(host.name):
+            problems.append(Problem("inventory name", f"not allowed (it names files and SSH entries); use {NAME_TEXT}", (host.name,)))
+    problems += _duplicates("inventory name", {host.name: host.name.lower() for host in hosts}, "differ only in case")
+    same_machine = _duplicates(
+        "ansible_host/ansible_port",
+        {host.name: f"{host.connect_address}:{host.connect_port}" for host in hosts},
+        "are the same machine: {key}",
+    )
+    same_sshd = _duplicates(
+        "cluster_address/cluster_ssh_port",
+        {host.name: f"{host.mesh_address}:{host.mesh_port}" for host in hosts},
+        "would run their workers' sshd on the same endpoint {key}",
+    )
+    reported = {problem.hosts for problem in same_machine}
+    return problems + same_machine + [problem for problem in same_sshd if problem.hosts not in reported]
+
+
+def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Problem]:
+    by_key: dict[str, list[str]] = {}
+    for host, key in keys.items():
+        by_key.setdefault(key, []).append(host)
+    return [
+        Problem(variable, message.format(key=key) + "; give each node its own", tuple(names))
+        for key, names in by_key.items()
+        if len(names) > 1
+    ]
+
+
+def controller_problems(workload_src: str, script: str, data_src: str, runs_dir: str) -> list[Problem]:
+    """The code directory and the training script exist on the controller, so do the data set and runs/."""
+    problems = []
+    code = resolve(workload_src)
+    if not os.path.isdir(code):
+        problems.append(Problem("workload_src", f"{code} is not a directory on the controller"))
+    elif script and not os.path.isfile(os.path.join(code, script)):
+        problems.append(
+            Problem("launcher_script", f"{script!r} is not a file in {code} (workload_src); name it relative to that directory")
+        )
+    if data_src and not os.path.isdir(resolve(data_src)):
+        problems.append(Problem("workload_data_src", f"{resolve(data_src)} is not a directory on the controller"))
+    runs = resolve(runs_dir)
+    if os.path.exists(runs) and not os.path.isdir(runs):
+        problems.append(Problem("launcher_runs_dir", f"{runs} exists and is not a directory"))
+    return problems
+
+
+def resolve(path: str) -> str:
+    """A controller path as the roles use it: ~ expanded, relative to the current directory."""
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def merge_hosts(found: Iterable[tuple[str, Problem]], all_hosts: Iterable[str]) -> list[Problem]:
+    """Problems of the hosts' variables: the same one on many hosts (a group variable) reported once, naming the
+    hosts unless it is all of them."""
+    hosts_of: dict[tuple[str, str], list[str]] = {}
+    for host, problem in found:
+        names = hosts_of.setdefault((problem.variable, problem.message), [])
+        if host not in names:
+            names.append(host)
+    everyone = set(all_hosts)
+    return [
+        Problem(variable, message, () if len(everyone) > 1 and set(hosts) == everyone else tuple(hosts))
+        for (variable, message), hosts in hosts_of.items()
+    ]

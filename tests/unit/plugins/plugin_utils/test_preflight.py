@@ -1,0 +1,431 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of plugin_utils/preflight.py, the checks the preflight action runs on the controller.
+
+Every rejection is asserted to name the variable and to say what is allowed; the real argument specs and
+defaults of the run's roles are loaded so that a new port, a renamed variable or a bad default shows up here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ansible_collections.multinode.training.plugins.plugin_utils import preflight
+from ansible_collections.multinode.training.plugins.plugin_utils.preflight import HostEntry, Problem
+
+REPO = Path(preflight.__file__).resolve().parents[2]
+ROLES = REPO / "roles"
+# Variables the playbooks document (README.md) that belong to no role's argument spec.
+PLAYBOOK_VARIABLES = frozenset({"training_runtime"})
+GROUPS = ("launcher", "workers")
+
+PORTS = ("cluster_ssh_port", "launcher_master_port", "launcher_rdzv_port", "workers_ssh_port")
+TIMEOUTS = ("launcher_timeout", "workers_ready_timeout")
+COUNTS = ("launcher_nproc_per_node", "launcher_omp_num_threads")
+
+# What each rule says is allowed.
+PORT_RANGE = "use a port from 1 to 65535"
+SECONDS = "use a whole number of seconds > 0"
+COUNT = "use a whole number >= 1 or 'auto'"
+RANKS = "use a whole number of ranks >= 1"
+ID_RANGE = "use a numeric id from 0 to 4294967294"
+NAME = "use 1-63 letters, digits and _ . - starting with a letter or digit"
+OPTIONAL_NAME = "use empty, or 1-63 letters, digits and _ . - starting with a letter or digit"
+USER = "use a Linux user name: lower-case letters, digits, _ and -, at most 32"
+ABSOLUTE_PATH = "use an absolute path of letters, digits and _ . / + - without '..'"
+RELATIVE_PATH = "use a path relative to the code directory of letters, digits and _ . / + - without '..'"
+ENV_NAMES = "a name is letters, digits and _, not starting with a digit"
+ENV_VALUES = "are lists or mappings; use a string or number"
+RUNTIME = "use 'container' or 'host'"
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def run_role_options() -> dict[str, dict[str, Any]]:
+    """The merged options of every role a run uses, from the real argument specs."""
+    return preflight.merge_options(load_yaml(ROLES / role / "meta" / "argument_specs.yml") for role in preflight.RUN_ROLES)
+
+
+OPTIONS = run_role_options()
+
+
+def is_templated(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(is_templated(item) for item in value.values())
+    if isinstance(value, list):
+        return any(is_templated(item) for item in value)
+    return False
+
+
+def literal_defaults(role: str) -> dict[str, Any]:
+    """A role's defaults that are plain values, not templates of other variables."""
+    defaults = load_yaml(ROLES / role / "defaults" / "main.yml") or {}
+    return {name: value for name, value in defaults.items() if not is_templated(value)}
+
+
+def problems_of(**values: Any) -> list[Problem]:
+    return preflight.value_problems(OPTIONS, values)
+
+
+def case(variable: str, value: Any, expected: str, **marks: Any) -> Any:
+    return pytest.param(variable, value, expected, id=f"{variable}={value!r}"[:60], **marks)
+
+
+def assert_single(problems: list[Problem], variable: str, *fragments: str, hosts: tuple[str, ...] = ()) -> Problem:
+    """Exactly one problem, on ``variable``, whose message holds every fragment; returns it."""
+    assert [(problem.variable, problem.hosts) for problem in problems] == [(variable, hosts)], problems
+    for fragment in fragments:
+        assert fragment in problems[0].message
+    return problems[0]
+
+
+# ----------------------------------------------------------------------------------------------- value_problems
+
+BAD_VALUES = [
+    # type errors from the argument specs
+    case("cluster_ssh_port", "abc", "of type str and we were unable to convert to int"),
+    case("launcher_timeout", 2.5, "of type float and we were unable to convert to int"),
+    case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
+    # choices from the argument specs, or a rule for a playbook-level variable
+    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, got: srun"),
+    case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, got: nccl"),
+    case("cluster_runtime", "vm", "must be one of: container, host, got: vm"),
+    case("training_runtime", "vm", f"'vm' is not allowed; {RUNTIME}"),
+    # ranges
+    *[case(port, value, f"{value!r} is not allowed; {PORT_RANGE}") for port in PORTS for value in (0, 70000, -1)],
+    *[case(timeout, value, f"{value!r} is not allowed; {SECONDS}") for timeout in TIMEOUTS for value in (0, -5)],
+    *[case(count, value, f"{value!r} is not allowed; {COUNT}") for count in COUNTS for value in (0, -1, "many", "")],
+    case("cluster_slots", 0, f"0 is not allowed; {RANKS}"),
+    case("cluster_uid", -1, f"-1 is not allowed; {ID_RANGE}"),
+    case("cluster_gid", 2**32 - 1, f"4294967295 is not allowed; {ID_RANGE}"),
+    case("launcher_uid", 2**32, f"4294967296 is not allowed; {ID_RANGE}"),
+    case("workload_gid", -1, f"-1 is not allowed; {ID_RANGE}"),
+    # names used in paths, container names and shell lines
+    *[case("cluster_name", name, f"{name!r} is not allowed; {NAME}") for name in ("a;b", "a b", "../x", "-x", "x" * 64)],
+    case("launcher_container_name", "a/b", f"'a/b' is not allowed; {NAME}"),
+    case("launcher_job_id", "x/y", f"'x/y' is not allowed; {OPTIONAL_NAME}"),
+    case("launcher_job_name", "my job", f"'my job' is not allowed; {OPTIONAL_NAME}"),
+    *[case("cluster_user", user, f"{user!r} is not allowed; {USER}") for user in ("Root", "a b")],
+    # paths on the nodes
+    case("cluster_root", "opt/multinode", f"'opt/multinode' is not allowed; {ABSOLUTE_PATH}"),
+    case("cluster_root", "/opt/../etc", f"'/opt/../etc' is not allowed; {ABSOLUTE_PATH}"),
+    case("cluster_root", "/opt/$(reboot)", f"'/opt/$(reboot)' is not allowed; {ABSOLUTE_PATH}"),
+    case("launcher_workdir", "work", f"'work' is not allowed; {ABSOLUTE_PATH}"),
+    case("launcher_script", "/srv/code/train.py", f"'/srv/code/train.py' is not allowed; {RELATIVE_PATH}"),
+    case("launcher_script", "../train.py", f"'../train.py' is not allowed; {RELATIVE_PATH}"),
+    case("launcher_script", "src/../../train.py", f"'src/../../train.py' is not allowed; {RELATIVE_PATH}"),
+    # environments
+    *[case("launcher_env", {name: "1"}, f"invalid variable names [{name!r}]; {ENV_NAMES}") for name in ("1BAD", "A-B", "A B")],
+    case("launcher_env", {"A": ["x"]}, f"values of ['A'] {ENV_VALUES}"),
+    case("launcher_env", {"A": {"b": "c"}}, f"values of ['A'] {ENV_VALUES}"),
+    case("oneapi_verify_env", {"I-MPI": "shm"}, f"invalid variable names ['I-MPI']; {ENV_NAMES}"),
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "expected"), BAD_VALUES)
+def test_bad_value_names_the_variable_and_what_is_allowed(variable: str, value: Any, expected: str) -> None:
+    assert_single(problems_of(**{variable: value}), variable, expected)
+
+
+GOOD_VALUES = [
+    *[(count, value) for count in COUNTS for value in ("auto", 1, "4")],
+    *[(port, value) for port in PORTS for value in (1, 65535, "8080")],  # "8080": INI inventories give strings
+    *[(timeout, value) for timeout in TIMEOUTS for value in (1, "600")],
+    ("cluster_uid", 0),
+    ("cluster_gid", 2**32 - 2),
+    ("cluster_slots", 1),
+    ("cluster_name", "node-1.a_b"),
+    ("cluster_name", "x" * 63),
+    ("launcher_job_id", ""),
+    ("launcher_job_name", ""),
+    ("cluster_user", "dev"),
+    ("cluster_user", "_svc-1"),
+    ("cluster_root", "/opt/multinode+1"),
+    ("launcher_script", "train.py"),
+    ("launcher_script", "src/train.py"),
+    ("launcher_env", {"OMP_PROC_BIND": "close", "_X1": 3}),
+    ("training_runtime", "host"),
+    ("training_runtime", "container"),
+    ("cluster_runtime", "host"),
+    ("launcher_type", "mpiexec"),
+]
+
+
+@pytest.mark.parametrize(("variable", "value"), GOOD_VALUES, ids=[f"{name}={value!r}"[:60] for name, value in GOOD_VALUES])
+def test_valid_value_gives_no_problem(variable: str, value: Any) -> None:
+    assert problems_of(**{variable: value}) == []
+
+
+@pytest.mark.parametrize("variable", PORTS + TIMEOUTS + ("cluster_uid", "launcher_gid"))
+@pytest.mark.parametrize("value", [True, False])
+def test_booleans_are_not_numbers(variable: str, value: bool) -> None:
+    assert_single(problems_of(**{variable: value}), variable, f"{value!r} is not allowed; use ")
+
+
+def test_every_bad_value_of_a_host_is_reported() -> None:
+    values = {"cluster_ssh_port": 0, "launcher_type": "srun", "cluster_name": "a;b", "launcher_timeout": -5, "cluster_user": "Root"}
+    assert [problem.variable for problem in problems_of(**values)] == sorted(values)
+
+
+def test_a_type_error_is_not_judged_again_by_the_rule() -> None:
+    assert_single(problems_of(launcher_rdzv_port="abc"), "launcher_rdzv_port", "unable to convert to int")
+
+
+def test_variables_without_spec_or_rule_are_not_judged() -> None:
+    assert problems_of(ansible_user="Not A Valid;Name", some_custom_flag=[1, 2]) == []
+
+
+def test_an_unset_environment_variable_in_cluster_root_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MULTINODE_PREFLIGHT_UNSET", raising=False)
+    assert_single(problems_of(cluster_root="/opt/$MULTINODE_PREFLIGHT_UNSET"), "cluster_root", ABSOLUTE_PATH)
+
+
+@pytest.mark.parametrize("value", ["/opt/$HOME", "~/multinode"])
+def test_node_paths_are_judged_as_written_not_expanded_on_the_controller(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("HOME", "/home/dev")
+    assert_single(problems_of(cluster_root=value), "cluster_root", ABSOLUTE_PATH)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        case("cluster_name", "multinode\n", NAME),
+        case("cluster_user", "dev\n", USER),
+        case("cluster_root", "/opt/multinode\n", ABSOLUTE_PATH),
+        case("launcher_script", "train.py\n", RELATIVE_PATH),
+        case("training_runtime", "host\n", RUNTIME),
+        case("launcher_env", {"A\n": "1"}, ENV_NAMES),
+    ],
+)
+def test_a_trailing_newline_is_rejected(variable: str, value: Any, expected: str) -> None:
+    assert_single(problems_of(**{variable: value}), variable, expected)
+
+
+# ------------------------------------------------------------------------------- the real specs and defaults
+
+NUMERIC_SUFFIXES = ("_port", "_timeout", "_uid", "_gid")
+NUMERIC_OPTIONS = sorted(name for name in OPTIONS if name.endswith(NUMERIC_SUFFIXES))
+
+
+def test_the_numeric_options_are_found() -> None:
+    assert {"cluster_ssh_port", "launcher_rdzv_port", "workers_ready_timeout", "cluster_uid", "workload_gid"} <= set(NUMERIC_OPTIONS)
+
+
+@pytest.mark.parametrize("variable", NUMERIC_OPTIONS)
+def test_every_port_timeout_and_id_has_a_rule(variable: str) -> None:
+    rule = preflight.rule_for(variable)
+    assert rule is not None
+    assert rule(-1) is not None
+    # The rules take numbers only: an int type converts the strings INI inventories give before the rule runs.
+    assert OPTIONS[variable].get("type") == "int"
+
+
+@pytest.mark.parametrize("role", preflight.RUN_ROLES)
+def test_literal_defaults_are_valid(role: str) -> None:
+    defaults = literal_defaults(role)
+    assert defaults, f"{role} has no literal default: is defaults/main.yml read?"
+    assert [str(problem) for problem in preflight.value_problems(OPTIONS, defaults)] == []
+
+
+@pytest.mark.parametrize("variable", sorted(preflight.NAMED_RULES))
+def test_every_named_rule_names_a_real_variable(variable: str) -> None:
+    assert variable in OPTIONS or variable in PLAYBOOK_VARIABLES
+
+
+@pytest.mark.parametrize("variable", sorted(PLAYBOOK_VARIABLES))
+def test_playbook_variables_are_documented(variable: str) -> None:
+    assert variable in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------- inventory_problems
+
+
+def entry(name: str, address: str, port: int = 22, mesh_port: int = 12345) -> HostEntry:
+    """A host whose workers' sshd listens on its connect address (no cluster_address)."""
+    return HostEntry(name=name, connect_address=address, connect_port=port, mesh_address=address, mesh_port=mesh_port)
+
+
+VALID_HOSTS = [entry("node0", "10.0.0.1"), entry("node1", "10.0.0.2"), entry("node2", "10.0.0.3")]
+
+
+def inventory(hosts: list[HostEntry], launchers: Iterable[str] = ("node0",), workers: Iterable[str] | None = None) -> list[Problem]:
+    names = [host.name for host in hosts]
+    launcher_list = list(launchers)
+    worker_list = list(workers) if workers is not None else [name for name in names if name not in launcher_list]
+    return preflight.inventory_problems(launcher_list, worker_list, hosts, GROUPS)
+
+
+def test_a_valid_inventory_gives_no_problem() -> None:
+    assert inventory(VALID_HOSTS) == []
+
+
+@pytest.mark.parametrize(("launchers", "holds"), [([], "it holds 0: none"), (["node0", "node1"], "it holds 2: node0, node1")])
+def test_exactly_one_launcher(launchers: list[str], holds: str) -> None:
+    problems = inventory(VALID_HOSTS, launchers, workers=["node2"])
+    assert_single(problems, "group launcher", f"must hold exactly one host, {holds}")
+
+
+def test_the_launcher_is_not_also_a_worker() -> None:
+    problems = inventory(VALID_HOSTS, workers=["node0", "node1", "node2"])
+    assert_single(problems, "group workers", "node0 also in group launcher", "list it once")
+
+
+@pytest.mark.parametrize("name", ["node;1", "node 1"])
+def test_host_names_are_usable_in_paths(name: str) -> None:
+    hosts = [*VALID_HOSTS, entry(name, "10.0.0.9")]
+    assert_single(inventory(hosts), "inventory name", "not allowed", NAME, hosts=(name,))
+
+
+def test_host_names_differing_only_in_case() -> None:
+    hosts = [*VALID_HOSTS, entry("Node1", "10.0.0.9")]
+    assert_single(inventory(hosts), "inventory name", "differ only in case", hosts=("node1", "Node1"))
+
+
+def test_two_hosts_on_one_machine_are_reported_once() -> None:
+    hosts = [entry("node0", "10.0.0.1"), entry("node1", "10.0.0.2"), entry("node2", "10.0.0.2")]
+    problem = assert_single(inventory(hosts), "ansible_host/ansible_port", hosts=("node1", "node2"))
+    assert problem.message == "are the same machine: 10.0.0.2:22; give each node its own"
+
+
+def test_two_hosts_sharing_an_sshd_endpoint() -> None:
+    hosts = [entry("node0", "10.0.0.1"), entry("node1", "10.0.0.2", port=2201), entry("node2", "10.0.0.2", port=2202)]
+    problem = assert_single(inventory(hosts), "cluster_address/cluster_ssh_port", hosts=("node1", "node2"))
+    assert problem.message == "would run their workers' sshd on the same endpoint 10.0.0.2:12345; give each node its own"
+
+
+def test_hosts_of_one_machine_with_their_own_ssh_ports_are_valid() -> None:
+    hosts = [entry("node0", "10.0.0.1"), entry("node1", "10.0.0.2", 2201, 12346), entry("node2", "10.0.0.2", 2202, 12347)]
+    assert inventory(hosts) == []
+
+
+# --------------------------------------------------------------------------------------- controller_problems
+
+
+def code_dir(root: Path, script: str = "train.py") -> Path:
+    """A code directory holding ``script``."""
+    (root / script).parent.mkdir(parents=True, exist_ok=True)
+    (root / script).write_text("print('train')\n", encoding="utf-8")
+    return root
+
+
+def controller(workload_src: str | Path, script: str = "train.py", data_src: str | Path = "", runs_dir: str | Path = "runs") -> list[Problem]:
+    return preflight.controller_problems(str(workload_src), script, str(data_src), str(runs_dir))
+
+
+def test_a_valid_controller_gives_no_problem(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "runs").mkdir()
+    assert controller(code_dir(tmp_path / "code"), data_src=tmp_path / "data", runs_dir=tmp_path / "runs") == []
+
+
+def test_a_missing_code_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    assert controller(missing, runs_dir=tmp_path / "runs") == [Problem("workload_src", f"{missing} is not a directory on the controller")]
+
+
+@pytest.mark.parametrize("script", ["train.py", "src"])
+def test_a_script_that_is_not_a_file_of_the_code_directory(tmp_path: Path, script: str) -> None:
+    code = code_dir(tmp_path / "code", "src/train.py")
+    problem = assert_single(controller(code, script, runs_dir=tmp_path / "runs"), "launcher_script")
+    assert problem.message == f"{script!r} is not a file in {code} (workload_src); name it relative to that directory"
+
+
+def test_a_script_in_a_subdirectory(tmp_path: Path) -> None:
+    assert controller(code_dir(tmp_path / "code", "src/train.py"), "src/train.py", runs_dir=tmp_path / "runs") == []
+
+
+def test_a_home_relative_code_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code_dir(tmp_path / "code")
+    assert controller("~/code", runs_dir=tmp_path / "runs") == []
+    assert controller("~/missing", runs_dir=tmp_path / "runs") == [
+        Problem("workload_src", f"{tmp_path / 'missing'} is not a directory on the controller")
+    ]
+
+
+def test_relative_paths_are_resolved_against_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code_dir(tmp_path / "code")
+    assert controller("code", runs_dir="runs") == []
+    assert controller("code", data_src="data", runs_dir="runs") == [
+        Problem("workload_data_src", f"{tmp_path / 'data'} is not a directory on the controller")
+    ]
+
+
+def test_controller_paths_are_resolved_as_the_workload_role_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # The workload role applies expanduser | realpath, no $VARS: '$MULTINODE_CODE' is a directory of that name.
+    monkeypatch.setenv("MULTINODE_CODE", str(code_dir(tmp_path / "code")))
+    assert_single(controller("$MULTINODE_CODE", runs_dir="runs"), "workload_src", "is not a directory on the controller")
+
+
+@pytest.mark.parametrize(("data", "reported"), [("", False), ("data", False), ("missing", True)])
+def test_the_data_directory_is_checked_only_when_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: str, reported: bool) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    expected = [Problem("workload_data_src", f"{tmp_path / data} is not a directory on the controller")] if reported else []
+    assert controller(code_dir(tmp_path / "code"), data_src=data) == expected
+
+
+def test_a_runs_path_that_is_a_regular_file(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.write_text("", encoding="utf-8")
+    assert controller(code_dir(tmp_path / "code"), runs_dir=runs) == [Problem("launcher_runs_dir", f"{runs} exists and is not a directory")]
+
+
+def test_a_missing_runs_directory_is_created_later(tmp_path: Path) -> None:
+    assert controller(code_dir(tmp_path / "code"), runs_dir=tmp_path / "not-yet") == []
+
+
+# ------------------------------------------------------------------------------------------------ merge_hosts
+
+HOSTS = ["node0", "node1", "node2"]
+BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, got: srun")
+BAD_PORT = Problem("cluster_ssh_port", f"0 is not allowed; {PORT_RANGE}")
+
+
+def on(hosts: Iterable[str], problem: Problem) -> list[tuple[str, Problem]]:
+    return [(host, problem) for host in hosts]
+
+
+def test_a_problem_of_every_host_names_no_host() -> None:
+    merged = preflight.merge_hosts(on(HOSTS, BAD_TYPE), HOSTS)
+    assert merged == [BAD_TYPE]
+    assert str(merged[0]) == f"launcher_type: {BAD_TYPE.message}"
+
+
+@pytest.mark.parametrize(
+    ("reported_by", "named"),
+    [(["node1"], ("node1",)), (["node0", "node2"], ("node0", "node2")), (["node2", "node0", "node2"], ("node2", "node0"))],
+)
+def test_a_problem_of_some_hosts_names_them_in_order_once(reported_by: list[str], named: tuple[str, ...]) -> None:
+    assert preflight.merge_hosts(on(reported_by, BAD_TYPE), HOSTS) == [Problem(BAD_TYPE.variable, BAD_TYPE.message, named)]
+
+
+def test_different_problems_stay_apart() -> None:
+    merged = preflight.merge_hosts(on(HOSTS, BAD_TYPE) + on(["node1"], BAD_PORT), HOSTS)
+    assert merged == [BAD_TYPE, Problem(BAD_PORT.variable, BAD_PORT.message, ("node1",))]
+
+
+def test_a_single_host_run_names_its_host() -> None:
+    merged = preflight.merge_hosts(on(["node0"], BAD_TYPE), ["node0"])
+    assert [str(problem) for problem in merged] == [f"host node0: launcher_type: {BAD_TYPE.message}"]
+
+
+# ---------------------------------------------------------------------------------------------------- Problem
+
+
+@pytest.mark.parametrize(
+    ("hosts", "text"),
+    [((), "cluster_name: bad"), (("node0",), "host node0: cluster_name: bad"), (("node0", "node2"), "host node0, node2: cluster_name: bad")],
+)
+def test_problem_str(hosts: tuple[str, ...], text: str) -> None:
+    assert str(Problem("cluster_name", "bad", hosts)) == text
