@@ -14,14 +14,15 @@ description:
 author:
   - multinode.training maintainers
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - ansible.builtin.files
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: full
+  platform:
+    platforms: posix
 options:
   path:
     description:

@@ -24,13 +24,15 @@ description:
     any. Use it once per play (C(run_once)) in a play with C(any_errors_fatal), so no host goes on.
 author:
   - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 options:
   roles:
     description: Roles of this collection whose argument specs judge the hosts' variables. Empty means every role

@@ -15,13 +15,15 @@ description:
     C(runs/latest)) and files are left alone.
 author:
   - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 options:
   path:
     description: Directory holding one subdirectory per run. Nothing happens when it does not exist.
