@@ -16,6 +16,8 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME, NODE_NAME
+
 # The roles a training run uses (provision.yml + launch.yml): their inputs are all checked up front, so a
 # mistake in a launch variable cannot surface after the nodes were provisioned.
 RUN_ROLES = (
@@ -34,7 +36,6 @@ RUN_ROLES = (
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 SAFE_PATH_CHARS = re.compile(r"[A-Za-z0-9_./+-]+")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_ID = 2**32 - 2  # the largest uid/gid Linux accepts (2**32 - 1 is "no id")
 
 
@@ -113,6 +114,7 @@ POSITIVE = _int_in(1, None, "a whole number of seconds > 0")
 ID = _int_in(0, MAX_ID, f"a numeric id from 0 to {MAX_ID}")
 NAME_TEXT = "1-63 letters, digits and _ . - starting with a letter or digit"
 NAME = _matching(SAFE_NAME, NAME_TEXT)
+HOST_NAME_TEXT = "letters, digits and _ . : @ + - starting with a letter or digit"
 OPTIONAL_NAME = _matching(SAFE_NAME, f"empty, or {NAME_TEXT}", empty_ok=True)
 
 # Rules by variable name, beyond what an argument spec can say (ranges, character sets).
@@ -203,8 +205,8 @@ def inventory_problems(launchers: list[str], workers: list[str], hosts: list[Hos
             Problem(f"group {workers_group}", f"{', '.join(both)} also in group {launcher_group}; the launcher runs a rank already, list it once")
         )
     for host in hosts:
-        if not SAFE_NAME.fullmatch(host.name):
-            problems.append(Problem("inventory name", f"not allowed (it names files and SSH entries); use {NAME_TEXT}", (host.name,)))
+        if not (NODE_NAME.fullmatch(host.name) and host.name[0].isalnum()):
+            problems.append(Problem("inventory name", f"not allowed (it names files and SSH entries); use {HOST_NAME_TEXT}", (host.name,)))
     problems += _duplicates("inventory name", {host.name: host.name.lower() for host in hosts}, "differ only in case")
     same_machine = _duplicates(
         "ansible_host/ansible_port",

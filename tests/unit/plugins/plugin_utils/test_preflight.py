@@ -278,10 +278,15 @@ def test_the_launcher_is_not_also_a_worker() -> None:
     assert_single(problems, "group workers", "node0 also in group launcher", "list it once")
 
 
-@pytest.mark.parametrize("name", ["node;1", "node 1"])
+@pytest.mark.parametrize("name", ["node;1", "node 1", "-oProxyCommand=x", ".hidden", "node1\n"])
 def test_host_names_are_usable_in_paths(name: str) -> None:
     hosts = [*VALID_HOSTS, entry(name, "10.0.0.9")]
-    assert_single(inventory(hosts), "inventory name", "not allowed", NAME, hosts=(name,))
+    assert_single(inventory(hosts), "inventory name", "not allowed", preflight.HOST_NAME_TEXT, hosts=(name,))
+
+
+@pytest.mark.parametrize("name", ["node-4.example.com", "10.0.0.9", "fe80::9", "admin@node4"])
+def test_host_names_the_launch_script_accepts_pass(name: str) -> None:
+    assert inventory([*VALID_HOSTS, entry(name, "10.0.0.9")]) == []
 
 
 def test_host_names_differing_only_in_case() -> None:
