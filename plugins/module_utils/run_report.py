@@ -20,6 +20,7 @@ Pure Python (no Ansible imports) so it can be unit tested on its own.
 from __future__ import annotations
 
 import json
+import re
 import signal as signals
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,7 @@ class RunRecords:
     rank_log_tails: dict[int, str] = field(default_factory=dict)
     ssh_logs: dict[str, str] = field(default_factory=dict)
     agent_logs: dict[str, str] = field(default_factory=dict)
+    mpi_log_tail: str = ""  # the end of the launcher node's mpiexec.log
 
 
 def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
@@ -75,6 +77,7 @@ def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
         logs = run_dir / "nodes" / node / "logs"
         status_dir = run_dir / "nodes" / node / "status"
         records.launcher_events += parse_events(_read(logs / "launcher.log"))
+        records.mpi_log_tail += _read(logs / "mpiexec.log")[-_DIAGNOSTIC_CHARS:]
         for path in sorted(status_dir.glob("rank-*.json")):
             status = _json_object(_read(path))
             if isinstance(status.get("rank"), int):
@@ -205,6 +208,17 @@ def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
     return failures
 
 
+_BOOTSTRAP_FAILED = re.compile(r"\[bstrap:[^@\]]*@([^\]]+)\] Error: Unable to run bstrap_proxy on (\S+)")
+
+
+def _bootstrap_failures(mpi_log: str) -> list[_Failure]:
+    """Intel MPI's Hydra could not start its proxy on a node (over SSH): that node is the root cause."""
+    return [
+        _Failure(_NODE_DOWN, 0.0, f"{target}: Intel MPI could not start its bootstrap proxy there (over SSH from {source})")
+        for source, target in _BOOTSTRAP_FAILED.findall(mpi_log)
+    ]
+
+
 def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]:
     failures = []
     for node, state in worker_states.items():
@@ -229,7 +243,8 @@ def failure_reasons(
     worker_states: dict[str, dict[str, Any]],
 ) -> list[str]:
     """Why the run failed, root cause first; empty when it succeeded."""
-    failures = _worker_failures(worker_states) + _launcher_failures(records, launcher)
+    failures = _worker_failures(worker_states) + _bootstrap_failures(records.mpi_log_tail)
+    failures += _launcher_failures(records, launcher)
     failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails)
     if timed_out:
         failures.append(_Failure(_TIMEOUT, 0.0, "timed out"))

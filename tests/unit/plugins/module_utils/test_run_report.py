@@ -339,6 +339,25 @@ def test_failed_ssh_check_comes_first(ssh_logs: dict[str, str], reason: str) -> 
     assert summary["phases"] == {"provision": 12.35, "launch": None, "train": None}
 
 
+# The end of a real mpiexec.log (Hydra forced into a tree with I_MPI_HYDRA_BRANCH_COUNT=1 on the sim cluster).
+BSTRAP_FAILED = """\
+[bstrap:0:1@node2] Error: Unable to run bstrap_proxy on 10.0.0.3 (pid 71, exit code 65280)
+[bstrap:0:1@node2] poll_for_event (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:157): check exit codes error
+[bstrap:0:1@node2] Error setting up the bootstrap proxies
+"""
+
+
+def test_intel_mpi_bootstrap_failure_names_the_node_first(tmp_path: Path) -> None:
+    logs = tmp_path / "nodes" / "node1" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "mpiexec.log").write_text("noise\n" + BSTRAP_FAILED)
+    records = read_run_dir(tmp_path, NAMES)
+    reasons = failure_reasons(
+        records, launcher="mpiexec", world_size=3, timed_out=False, launcher_exit_code=141, worker_states={}
+    )
+    assert reasons[:2] == ["10.0.0.3: Intel MPI could not start its bootstrap proxy there (over SSH from node2)", "launcher exited 141"]
+
+
 def test_consequences_come_after_the_failure_they_followed() -> None:
     # torchrun: rank 1 fails, its agent exits 1 and the launch script stops the rest; node1's clock is behind.
     records = make_records(
