@@ -15,10 +15,11 @@ demo: sim train ## bare simulated nodes -> trained model
 test: venv host images wheels unit lint molecule ## the whole suite (.ci/run calls this)
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements.txt
+	$(VENV)/bin/pip install -q -e .
 	touch $@
 
 host: ## Docker engine running, debootstrap present
