@@ -69,7 +69,7 @@ def job_run(kind: str, playbook: str, index: int) -> dict[str, Any]:
         raise SystemExit(f"{kind} run {index} failed: {step.error}")
     phases = json.loads((RUNS_DIR / job_id / "summary.json").read_text())["phases"]
     tasks = dict(step.task_seconds)
-    waited = next((seconds for name, seconds in tasks.items() if name.endswith(WAIT_TASK)), None)
+    waited = next((seconds for name, seconds in tasks.items() if WAIT_TASK in name), None)
     return {
         "wall_s": step.wall_s,
         "controller_cpu_s": step.cpu_s,
@@ -79,7 +79,7 @@ def job_run(kind: str, playbook: str, index: int) -> dict[str, Any]:
         "plays": step.plays,
         "tasks": tasks,
         "node_task_runs": step.node_task_runs,
-        "container_start_s": next((s for name, s in tasks.items() if name.endswith(CONTAINER_START_TASK)), None),
+        "container_start_s": next((s for name, s in tasks.items() if CONTAINER_START_TASK in name), None),
         "poll_slack_s": None if waited is None else round(waited - phases["launch"] - phases["train"], 2),
     }
 
@@ -162,6 +162,7 @@ def main() -> None:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
     RESULTS_MD.write_text(markdown(results))
+    playbook_runs.embed_in_readme(RESULTS_MD)
     print(RESULTS_MD.read_text())
 
 

@@ -238,3 +238,15 @@ def merge_tasks(tasks: list[tuple[str, float]]) -> list[tuple[str, float]]:
     for task, seconds in tasks:
         merged[task] = merged.get(task, 0.0) + seconds
     return sorted(merged.items(), key=lambda item: -item[1])
+
+
+def embed_in_readme(generated: Path) -> None:
+    """Put a generated results file into README.md between its BEGIN/END markers (a unit test checks they match)."""
+    readme = ROOT / "README.md"
+    name = str(generated.relative_to(ROOT))
+    begin, end = f"<!-- BEGIN {name} -->\n", f"<!-- END {name} -->"
+    text = readme.read_text()
+    if begin not in text or end not in text:
+        return
+    before, rest = text.split(begin, 1)
+    readme.write_text(before + begin + generated.read_text() + end + rest.split(end, 1)[1])

@@ -843,6 +843,7 @@ def write_results(results: dict[str, Any]) -> None:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps(results, indent=2) + "\n")
     RESULTS_MD.write_text(markdown(results))
+    playbook_runs.embed_in_readme(RESULTS_MD)
 
 
 # ---------------------------------------------------------------------------------------------
