@@ -39,7 +39,7 @@ RESULTS_MD = RESULTS_DIR / "iteration_bench.md"
 LOG_DIR = RESULTS_DIR / "iteration_logs"
 INVENTORY = ROOT / "inventories" / "sim" / "hosts.yml"
 RUNS_DIR = ROOT / "runs"
-WAIT_TASK = "Wait for the job to end"
+WAIT_TASK = "Follow the job until it ends"
 CONTAINER_START_TASK = "Start the launcher container"
 TOP_TASKS = 12
 

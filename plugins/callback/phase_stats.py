@@ -14,8 +14,9 @@ description:
     summary (C(provision_changed), C(phases.provision)).
   - Plays without C(multinode_phase) are not counted. Entering a phase again after another phase (a second
     C(train.yml) imported in the same run) starts that phase's counts afresh.
-requirements:
-  - enable in ansible.cfg with C(callbacks_enabled = multinode.training.phase_stats)
+  - The collection's playbooks load it by themselves (C(playbooks/callback_plugins/multinode_phase_stats.py) needs no
+    enabling); enable it with C(callbacks_enabled = multinode.training.phase_stats) only for playbooks of your own that
+    import the roles directly.
 """
 
 import json

@@ -18,7 +18,19 @@ STAGED = "staged"  # the resume checkpoint reached a node: {"node", "code"}
 NODE_EXIT = "node_exit"  # a torchrun agent ended: {"node", "code", "after_abort"}
 ABORT = "abort"  # the launch script stops the job: {"reason"}
 LAUNCHER_EXIT = "launcher_exit"  # the launcher (or the launch script's own check) ended: {"code"}
-LAUNCHER_EVENTS = (LAUNCH, SSH_CHECK, STAGED, NODE_EXIT, ABORT, LAUNCHER_EXIT)
+CANCEL = "cancel"  # a stop was asked for (<job_dir>/stop appeared): the job is stopped, its status is cancelled
+LAUNCHER_EVENTS = (LAUNCH, SSH_CHECK, STAGED, NODE_EXIT, ABORT, LAUNCHER_EXIT, CANCEL)
+
+# The file whose appearance in the job directory on the launcher node stops the job (job_status stop=true).
+STOP_FILE = "stop"
+# The launch script's process id, in the job directory (meaningful where the script runs on the host itself).
+LAUNCH_PID_FILE = "launch.pid"
+
+# What the rank wrapper copies to the launcher's stream (stdout, collected by torchrun's agents and the MPI
+# launchers into the launcher node's logs): every line of the rank's output behind RANK_LINE_PREFIX, and one
+# RANK_STARTED line first. The rank's own log (logs/rank-<RANK>.log) holds its output unchanged.
+RANK_LINE_PREFIX = "[rank {rank} {node}] "
+RANK_STARTED = "-- multinode: rank started"
 
 # The optional protocol of training scripts: {"event": "epoch", "epoch": 3, "loss": 0.4, "samples_per_s": 812.5}
 # from rank 0 after each epoch, and {"event": "result", "test_accuracy": 0.96, ...} once at the end (every

@@ -335,11 +335,14 @@ def _torchrun(spec: LaunchSpec) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------- mpiexec (Intel MPI hydra)
-# -n, -ppn, -f, -iface, -prepend-rank and -genv NAME VALUE, run end to end on the sim cluster. Some
+# -n, -ppn, -f, -iface and -genv NAME VALUE, run end to end on the sim cluster. Some
 # Intel MPI versions ignore host:N in -f files, hence -ppn plus I_MPI_PERHOST. -branch-count = the
 # number of hosts keeps Hydra's bootstrap flat: from about 17 hosts it otherwise starts proxies from
 # other nodes' proxies (a tree), over SSH, and only the launcher node holds the cluster's identity key
 # (the scale benchmark failed at 32 nodes; I_MPI_HYDRA_BRANCH_COUNT=1 reproduces it on 3).
+
+
+# No -prepend-rank: the rank wrapper prefixes every line with rank and node, whatever the launcher.
 
 
 def _mpiexec(spec: LaunchSpec) -> list[list[str]]:
@@ -351,7 +354,6 @@ def _mpiexec(spec: LaunchSpec) -> list[list[str]]:
         ("-f", spec.hostfile_path),
         ("-iface", spec.iface),
         ("-branch-count", str(len(spec.hosts))),
-        ("-prepend-rank",),
         *(("-genv", name, value) for name, value in env.items()),
     )
     return [["mpiexec.hydra"] + flags + spec.command]

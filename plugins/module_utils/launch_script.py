@@ -15,8 +15,9 @@ node:
 3. starts the launcher: one torchrun agent per node over SSH, supervised so that
    the first agent to fail stops the others (``agent.pid`` in each node's job
    directory), or the one MPI launcher, which stops the job itself;
-4. passes SIGTERM/SIGINT (the job's timeout) on, and exits with the first
-   failure's code.
+4. passes SIGTERM/SIGINT (the job's timeout, or a stop asked for with the
+   ``stop`` file in the job directory) on, and exits with the first failure's
+   code.
 
 It appends the events of events.py to ``<job_dir>/logs/launcher.log``. Every word
 taken from the spec is quoted with shlex.
@@ -106,6 +107,11 @@ def _preamble(spec: LaunchSpec, job_dir: str, work_dir: str, env_script: str) ->
         f"logs={shlex.quote(posixpath.join(job_dir, 'logs'))}",
         _EVENT_FUNCTION,
         f"event {events.LAUNCH} {shlex.quote(launcher_field)}",
+        f"echo $$ >{shlex.quote(posixpath.join(job_dir, events.LAUNCH_PID_FILE))}",
+        f"# The job is cancelled when {events.STOP_FILE} appears in its directory: this script gets SIGTERM.",
+        f"stop_file={shlex.quote(posixpath.join(job_dir, events.STOP_FILE))}",
+        '( while [ ! -e "$stop_file" ]; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done;'
+        f" event {events.CANCEL}; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &",
     ]
 
 
@@ -192,7 +198,7 @@ def _per_node_body(
         "  finished=",
         '  wait -n -p finished "${!agents[@]}"',
         "  code=$?",
-        '  [ -n "$finished" ] || continue',
+        '  [ -n "${finished:-}" ] || continue  # a trapped signal interrupts wait and unsets it',
         '  node=${agents[$finished]}',
         '  unset "agents[$finished]"',
         "  " + _event(events.NODE_EXIT, r', \"node\": \"$node\", \"code\": $code, \"after_abort\": $aborted'),
@@ -202,6 +208,7 @@ def _per_node_body(
         "  fi",
         "done",
         '[ -z "$cutter" ] || kill "$cutter" 2>/dev/null',
+        _event(events.LAUNCHER_EXIT, _CODE_FIELD.replace("$code", "$status")),
         'exit "$status"',
     ]
 

@@ -22,6 +22,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ansible_collections.multinode.training.plugins.module_utils import events
+
 
 @dataclass(frozen=True)
 class ContractVariable:
@@ -170,6 +172,8 @@ def render_rank_wrapper(
         lines.append(f". {shlex.quote(env_script)} || exit")
     lines += ["set -u"]
     lines += [f"export {name}={shlex.quote(str(value))}" for name, value in env.items()]
+    # Python buffers a pipe's output until exit: live progress needs every line as it is printed.
+    lines += ['export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"']
     lines += ["", "# The launch contract, from whichever launcher started this rank."]
     lines += [_contract_line(variable, node) for variable in CONTRACT]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in job.variables().items()]
@@ -208,6 +212,8 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         f"job_dir={shlex.quote(job.job_dir.rstrip('/'))}",
         'status="$job_dir/status/rank-$RANK.json"',
         'log="$job_dir/logs/rank-$RANK.log"',
+        # NODE_NAME allows no character that bash double quotes or a sed replacement would interpret.
+        'prefix="' + events.RANK_LINE_PREFIX.format(rank="$RANK", node=node) + '"',
         f"record() {{ {record}; }}",
         "started=$(date +%s.%N)",
         "record",
@@ -216,7 +222,10 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         "signal=null",
         f"if ! cd {shlex.quote(job.work_dir)}; then code=1; record {ended}; exit 1; fi",
         'trap \'stopped=true; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null\' TERM INT HUP',
-        'setpriv --pdeathsig KILL -- "$@" > >(tee -a "$log") 2> >(tee -a "$log" >&2) &',
+        "# The launcher's stream gets every line behind the rank's prefix (the rank's log keeps it unchanged).",
+        f'printf \'%s%s\\n\' "$prefix" {shlex.quote(events.RANK_STARTED)}',
+        'setpriv --pdeathsig KILL -- "$@" > >(tee -a "$log" | sed -u "s/^/$prefix/")'
+        ' 2> >(tee -a "$log" | sed -u "s/^/$prefix/" >&2) &',
         "child=$!",
         'wait "$child"',
         "code=$?",

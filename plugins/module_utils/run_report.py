@@ -12,7 +12,8 @@ torchrun, ``logs/<node>.log`` (each agent's output). :func:`read_run_dir` reads 
 
 A run succeeded when it did not time out, the launcher and every torchrun agent exited 0
 and every one of the ``world_size`` ranks recorded exit code 0. The optional events a
-training script prints (epoch, result) only add metrics.
+training script prints (epoch, result) only add metrics. A run that failed after a stop was
+asked for (the launch script logged a ``cancel`` event) is ``cancelled``.
 
 Pure Python (no Ansible imports) so it can be unit tested on its own.
 """
@@ -39,8 +40,8 @@ _NODE_DOWN, _FAILED, _TIMEOUT, _CONSEQUENCE = range(4)
 def parse_events(text: str) -> list[dict[str, Any]]:
     """Every JSON object with an ``event`` key, one per line, in log order.
 
-    Anything before the first ``{`` of a line (``[0] `` from ``mpiexec
-    -prepend-rank``, ``node1: ``, ...) and after the object is ignored, and so
+    Anything before the first ``{`` of a line (the rank wrapper's ``[rank 0 node1] ``,
+    ``node1: ``, ...) and after the object is ignored, and so
     are lines that hold no such object (launcher noise, tracebacks).
     """
     found: list[dict[str, Any]] = []
@@ -334,9 +335,12 @@ def summarize(
         worker_states=worker_states or {},
     )
     statuses = records.rank_status
+    cancelled = any(event.get("event") == kinds.CANCEL for event in records.launcher_events)
+    if cancelled and reasons:
+        reasons.insert(0, "cancelled on request (a stop was asked for while the job ran)")
     summary: dict[str, Any] = {
         "job_id": job_id,
-        "status": "failed" if reasons else "succeeded",
+        "status": ("cancelled" if cancelled else "failed") if reasons else "succeeded",
         "failure_reasons": reasons,
         "launcher": launcher,
         "world_size": world_size,

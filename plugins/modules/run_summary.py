@@ -116,7 +116,7 @@ summary:
   type: dict
   contains:
     status:
-      description: C(succeeded) or C(failed).
+      description: C(succeeded), C(failed), or C(cancelled) (it failed after a stop was asked for, see multinode.training.job_wait).
       type: str
     failure_reasons:
       description: Why the run failed, root cause first, each naming the rank and node.

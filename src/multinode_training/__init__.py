@@ -5,9 +5,26 @@
     print(plan.world_size, plan.launch_commands)
     run = mt.train("inventories/sim", on_event=print)
     print(run.status, run.summary["test_accuracy"])
+
+From a shell: ``python -m multinode_training watch`` follows the running job, ``... cancel`` stops it.
 """
 
-from multinode_training.api import Plan, PlanError, Run, find_collection, plan, train
-from multinode_training.records import Failure, PhaseChanged, PlanShown, Record
+from multinode_training.api import Plan, PlanError, Run, cancel, find_collection, plan, train
+from multinode_training.records import Failure, JobEvent, PhaseChanged, PlanShown, Progress, RankStarted, Record
 
-__all__ = ["Failure", "PhaseChanged", "Plan", "PlanError", "PlanShown", "Record", "Run", "find_collection", "plan", "train"]
+__all__ = [
+    "Failure",
+    "JobEvent",
+    "PhaseChanged",
+    "Plan",
+    "PlanError",
+    "PlanShown",
+    "Progress",
+    "RankStarted",
+    "Record",
+    "Run",
+    "cancel",
+    "find_collection",
+    "plan",
+    "train",
+]

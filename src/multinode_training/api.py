@@ -5,18 +5,25 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import queue
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import ansible_runner
 
-from multinode_training.records import Failure, PlanShown, Record, Translator
+from multinode_training.records import Failure, PhaseChanged, PlanShown, ProgressReader, Record, Translator
 
-CALLBACK = "multinode.training.phase_stats"
+# Seconds between two reads of the running job's progress file.
+POLL_SECONDS = 0.25
+# The run directory's files the job_wait action writes (plugins/plugin_utils/follow.py).
+PROGRESS_FILE = "progress.jsonl"
+LIVE_LOG = "live.log"
+CANCEL_FILE = "cancel"
 COLLECTION_PARTS = ("ansible_collections", "multinode", "training")
 
 
@@ -41,6 +48,7 @@ class Plan:
     tuning: dict[str, Any]
     hostfile: str
     launch_commands: list[list[str]]
+    launch_script: str
     changed: int
     task_counts: dict[str, dict[str, int]]
 
@@ -65,40 +73,70 @@ def find_collection(collection_dir: str | os.PathLike[str] | None = None) -> Pat
     raise FileNotFoundError("multinode.training is neither this checkout nor in a configured collections path")
 
 
-def _run_playbook(
-    playbook: str,
-    inventory: str | os.PathLike[str],
-    extravars: Mapping[str, Any],
-    on_record: Callable[[Record], None],
-    *,
-    check: bool,
-    collection_dir: Path,
-) -> tuple[Any, Translator]:
-    translate = Translator()
+@dataclass
+class _Session:
+    """One playbook run through ansible-runner: its records reach ``on_record`` on the caller's thread."""
 
-    def handle(event: dict[str, Any]) -> bool:
-        for record in translate(event):
-            on_record(record)
+    on_record: Callable[[Record], None]
+    translate: Translator = field(default_factory=Translator)
+    events: queue.SimpleQueue[dict[str, Any]] = field(default_factory=queue.SimpleQueue)
+    hard_stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(
+        self,
+        playbook: str,
+        inventory: str | os.PathLike[str],
+        extravars: Mapping[str, Any],
+        *,
+        check: bool,
+        collection_dir: Path,
+        progress: ProgressReader | None = None,
+        on_interrupt: Callable[[], None] | None = None,
+    ) -> Any:
+        """Run ``playbook``; between events, read ``progress``. A KeyboardInterrupt calls ``on_interrupt`` (and
+        the run goes on, so the job ends cleanly); a second one stops ansible-playbook at once."""
+        # ansible-playbook of this interpreter's environment (a venv need not be activated).
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        env = {"ANSIBLE_NOCOLOR": "1", "PATH": path}
+        if (collection_dir / "ansible.cfg").exists():
+            env["ANSIBLE_CONFIG"] = str(collection_dir / "ansible.cfg")
+        with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
+            thread, runner = ansible_runner.run_async(
+                private_data_dir=private,
+                project_dir=str(collection_dir),
+                playbook=f"playbooks/{playbook}",
+                inventory=str(Path(inventory).resolve()),
+                extravars=dict(extravars),
+                envvars=env,
+                cmdline="--check" if check else None,
+                event_handler=self._queue,
+                cancel_callback=self.hard_stop.is_set,
+                quiet=True,
+            )
+            interrupted = False
+            while thread.is_alive() or not self.events.empty():
+                try:
+                    self._deliver(progress)
+                    thread.join(POLL_SECONDS)
+                except KeyboardInterrupt:
+                    if interrupted or on_interrupt is None:
+                        self.hard_stop.set()
+                    else:
+                        interrupted = True
+                        on_interrupt()
+            self._deliver(progress)
+        return runner
+
+    def _queue(self, event: dict[str, Any]) -> bool:
+        self.events.put(event)
         return True
 
-    # ansible-playbook of this interpreter's environment (a venv need not be activated).
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {"ANSIBLE_CALLBACKS_ENABLED": CALLBACK, "ANSIBLE_NOCOLOR": "1", "PATH": path}
-    if (collection_dir / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(collection_dir / "ansible.cfg")
-    with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
-        runner = ansible_runner.run(
-            private_data_dir=private,
-            project_dir=str(collection_dir),
-            playbook=f"playbooks/{playbook}",
-            inventory=str(Path(inventory).resolve()),
-            extravars=dict(extravars),
-            envvars=env,
-            cmdline="--check" if check else None,
-            event_handler=handle,
-            quiet=True,
-        )
-    return runner, translate
+    def _deliver(self, progress: ProgressReader | None) -> None:
+        while not self.events.empty():
+            for record in self.translate(self.events.get()):
+                self.on_record(record)
+        for record in progress() if progress is not None else []:
+            self.on_record(record)
 
 
 def train(
@@ -110,18 +148,58 @@ def train(
     collection_dir: str | os.PathLike[str] | None = None,
 ) -> Run:
     """Provision the inventory's nodes and run the training job (playbooks/train.yml); ``runs_dir`` is relative
-    to the current directory, as for ansible-playbook."""
+    to the current directory, as for ansible-playbook.
+
+    ``on_event`` gets the run's records on the calling thread while it runs: phase changes, failures, ranks
+    starting, each epoch a rank reports, the job's events. A KeyboardInterrupt (or :func:`cancel` from elsewhere)
+    stops the job on every node once it runs; the summary is still written and says ``cancelled``. A second
+    KeyboardInterrupt stops ansible-playbook at once (status ``cancelled``, possibly no summary).
+    """
     launcher = str((extravars or {}).get("launcher_type", "torchrun"))
     job_id = str((extravars or {}).get("launcher_job_id") or f"{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}-{launcher}")
     runs = Path(runs_dir).expanduser().resolve()
+    run_dir = runs / job_id
     variables = {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)}
-    runner, translate = _run_playbook(
-        "train.yml", inventory, variables, on_event or (lambda record: None), check=False, collection_dir=find_collection(collection_dir)
+    deliver = on_event or (lambda record: None)
+    wanted = threading.Event()
+
+    def on_record(record: Record) -> None:
+        # A cancel asked for before the job started is passed on once it runs (the job clears old requests).
+        if wanted.is_set() and isinstance(record, PhaseChanged) and record.phase == "train":
+            cancel(run_dir)
+        deliver(record)
+
+    def on_interrupt() -> None:
+        wanted.set()
+        if session.translate.phase in ("train", "collect"):
+            cancel(run_dir)
+
+    session = _Session(on_record)
+    runner = session.run(
+        "train.yml", inventory, variables, check=False, collection_dir=find_collection(collection_dir),
+        progress=ProgressReader(run_dir / PROGRESS_FILE), on_interrupt=on_interrupt,
     )
-    summary_file = runs / job_id / "summary.json"
+    summary_file = run_dir / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
-    status = summary["status"] if summary else ("failed" if runner.rc else str(runner.status))
-    return Run(status=status, rc=int(runner.rc), dir=summary_file.parent if summary else None, summary=summary, task_counts=translate.totals())
+    if summary:
+        status = summary["status"]
+    else:
+        status = "cancelled" if session.hard_stop.is_set() else ("failed" if runner.rc else str(runner.status))
+    return Run(status=status, rc=int(runner.rc or 0), dir=run_dir if summary else None, summary=summary, task_counts=session.translate.totals())
+
+
+def cancel(run: str | os.PathLike[str]) -> bool:
+    """Ask the running job of ``run`` (a run directory, or ``runs/latest``) to stop on every node.
+
+    The job_wait action of the run sees the request within a second; the job's summary then says ``cancelled``.
+    Returns False when the run has already ended (its summary exists) and there is nothing to stop.
+    """
+    run_dir = Path(run).expanduser().resolve()
+    if (run_dir / "summary.json").exists():
+        return False
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CANCEL_FILE).touch()
+    return True
 
 
 def plan(
@@ -140,13 +218,12 @@ def plan(
         elif isinstance(record, Failure):
             failures.append(f"{record.host}: {record.task}: {record.reason}")
 
-    runner, translate = _run_playbook(
-        "train.yml", inventory, extravars or {}, keep_plan, check=True, collection_dir=find_collection(collection_dir)
-    )
+    session = _Session(keep_plan)
+    runner = session.run("train.yml", inventory, extravars or {}, check=True, collection_dir=find_collection(collection_dir))
     if runner.rc != 0 or not shown:
         raise PlanError(f"the check run {'failed' if runner.rc else 'showed no plan'} (rc {runner.rc}): " + "; ".join(failures))
     found = shown[-1]
-    totals = translate.totals()
+    totals = session.translate.totals()
     return Plan(
         hosts=list(found["hosts"]),
         ranks_per_node={host: int(slots) for host, slots in found["ranks_per_node"].items()},
@@ -154,6 +231,7 @@ def plan(
         tuning=dict(found["tuning"]),
         hostfile=str(found["hostfile"]),
         launch_commands=[list(map(str, argv)) for argv in found["launch_commands"]],
+        launch_script=str(found["launch_script"]),
         changed=sum(counts.get("changed", 0) for counts in totals.values()),
         task_counts=totals,
     )

@@ -6,9 +6,10 @@ Pure functions over the event dictionaries ansible-runner hands to ``event_handl
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, Union
 
 # Which phase a play belongs to, by its name in playbooks/provision.yml and playbooks/launch.yml (a unit test
@@ -54,7 +55,37 @@ class PlanShown:
     plan: dict[str, Any]
 
 
-Record = Union[PhaseChanged, Failure, PlanShown]
+@dataclass(frozen=True)
+class RankStarted:
+    """A rank of the running job started; ``started`` ranks of ``world_size`` have so far."""
+
+    rank: int
+    node: str
+    started: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A rank reported an epoch (the script protocol's JSON event, or a printed line naming epoch and loss)."""
+
+    rank: int
+    node: str
+    epoch: int | float | None
+    loss: float | None
+    samples_per_s: float | None
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """The launch script reported: a node's agent exited (``node_exit``), the job is being stopped (``abort``,
+    ``cancel``) or the launcher ended (``launcher_exit``); ``text`` says it in words."""
+
+    kind: str
+    text: str
+    details: dict[str, Any]
+
+
+Record = Union[PhaseChanged, Failure, PlanShown, RankStarted, Progress, JobEvent]
 
 
 @dataclass
@@ -107,3 +138,39 @@ class Translator:
     def totals(self) -> dict[str, dict[str, int]]:
         """Per-host results of the whole run so far."""
         return {host: dict(counter) for host, counter in self.run_counts.items()}
+
+
+@dataclass
+class ProgressReader:
+    """Reads the records the job_wait action appends to a run's ``progress.jsonl`` while the job runs."""
+
+    path: Path
+    offset: int = 0
+    started: set[int] = field(default_factory=set)
+
+    def __call__(self) -> list[Record]:
+        """The records appended since the last call (complete lines only)."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        found = [self.record(json.loads(line)) for line in complete.decode("utf-8", errors="replace").splitlines() if line.strip()]
+        return [record for record in found if record is not None]
+
+    def record(self, line: dict[str, Any]) -> Record | None:
+        """One progress.jsonl object as a typed record."""
+        kind = str(line.get("kind", ""))
+        if kind == "started":
+            self.started.add(int(line["rank"]))
+            return RankStarted(rank=int(line["rank"]), node=str(line["node"]), started=len(self.started))
+        if kind == "epoch":
+            return Progress(
+                rank=int(line["rank"]), node=str(line["node"]), epoch=line.get("epoch"), loss=line.get("loss"),
+                samples_per_s=line.get("samples_per_s"),
+            )
+        details = {key: value for key, value in line.items() if key not in ("kind", "time", "text")}
+        return JobEvent(kind=kind, text=str(line.get("text") or kind), details=details)

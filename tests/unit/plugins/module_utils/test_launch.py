@@ -164,7 +164,7 @@ def test_torchrun_always_sets_omp_num_threads_before_torchrun(changes):
 def test_mpiexec_intel_mpi_hydra():
     genv = [word for name, value in ENV for word in ("-genv", name, value)]
     assert build(spec(launcher="mpiexec")) == [
-        ["mpiexec.hydra", "-n", "6", "-ppn", "2", "-f", "/job/hostfile", "-iface", "eth1", "-branch-count", "3", "-prepend-rank"]
+        ["mpiexec.hydra", "-n", "6", "-ppn", "2", "-f", "/job/hostfile", "-iface", "eth1", "-branch-count", "3"]
         + genv
         + ["-genv", "I_MPI_PERHOST", "2"]
         + COMMAND

@@ -279,6 +279,31 @@ def test_a_signal_to_the_script_reaches_the_launcher(tmp_path):
     assert (logs_of(tmp_path) / "mpirun.log").read_text().splitlines()[-1] == "stopped"
 
 
+@pytest.mark.parametrize("launcher, program", [("torchrun", "torchrun"), ("mpirun", "mpirun")])
+def test_a_stop_file_cancels_the_job_on_every_node(tmp_path, launcher, program):
+    run_script(tmp_path, "exit 0\n", program)  # lays out the fake programs
+    hosts = [HOSTS[0], HOSTS[2]]
+    (tmp_path / "launch.sh").write_text(render_in(tmp_path, {"launcher": launcher, "hosts": hosts}))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "JOB": str(tmp_path / "job"), "HANG": "1"}
+    process = subprocess.Popen(["bash", str(tmp_path / "launch.sh")], cwd=tmp_path, env=env)
+    time.sleep(1.5)
+    (tmp_path / "job" / "stop").touch()
+    assert process.wait(timeout=10) == 143
+    kinds = kinds_of(logs_of(tmp_path))
+    assert "cancel" in kinds
+    assert kinds[-1] == "launcher_exit"
+    assert int((tmp_path / "job" / "launch.pid").read_text()) == process.pid
+
+
+def test_a_watcher_leaves_with_the_script(tmp_path):
+    """The stop watcher of a script that ended does not linger (host mode has no container to end it)."""
+    code, _, _ = run_script(tmp_path, render_in(tmp_path, {"launcher": "mpirun", "hosts": [HOSTS[0]]}), "mpirun")
+    assert code == 0
+    time.sleep(1.5)
+    lingering = subprocess.run(["pgrep", "-f", str(tmp_path / "job" / "stop")], capture_output=True, text=True, check=False)
+    assert lingering.stdout == ""
+
+
 @pytest.mark.parametrize("launcher, program", [("torchrun", "torchrun"), ("mpiexec", "mpiexec.hydra")])
 @pytest.mark.parametrize("with_env_script, expected_code", [(True, 0), (False, 127)])
 def test_env_script_is_sourced_locally_and_by_every_remote_shell(

@@ -27,6 +27,8 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     expand_placeholders,
     render_rank_wrapper,
 )
+from ansible_collections.multinode.training.plugins.module_utils.events import RANK_STARTED
+from ansible_collections.multinode.training.plugins.module_utils.progress import RANK_LINE
 from ansible_collections.multinode.training.plugins.module_utils.run_report import read_run_dir, summarize
 
 NODE = NodeDefaults(node="node2", node_index=1, slots=4, master_addr="10.0.0.1", master_port=29500)
@@ -135,8 +137,19 @@ def rank_view(wrapper: Path, launcher_env: Mapping[str, str]) -> tuple[Path, dic
     """The working directory and environment the rank ran with."""
     result = run_rank(wrapper, launcher_env, *SHOW)
     assert result.returncode == 0, result.stderr
-    shown = json.loads(result.stdout)
+    shown = json.loads(launcher_stream(result.stdout))
     return Path(shown["cwd"]), shown["env"]
+
+
+def launcher_stream(output: str, rank: int | None = None, node: str = NODE.node) -> str:
+    """What a rank printed, from what the wrapper passed to the launcher: every line behind ``[rank N node]``
+    (N = ``rank`` when given), the first one the start marker."""
+    lines = output.splitlines()
+    matches = [RANK_LINE.fullmatch(line) for line in lines]
+    assert all(match and match.group(2) == node and rank in (None, int(match.group(1))) for match in matches), output
+    texts = [match.group(3) for match in matches if match]
+    assert texts[:1] == [RANK_STARTED] or not lines[:1], output
+    return "".join(text + "\n" for text in texts[1:])
 
 
 def status_of(job: JobPaths, rank: int = RANK) -> dict:
@@ -475,8 +488,8 @@ def test_stdout_and_stderr_are_appended_to_the_rank_log(tmp_path: Path) -> None:
     rank_log(job).write_text("an earlier attempt\n")
     result = run_rank(make_wrapper(job), TORCHRUN, "bash", "-c", "echo to-stdout; echo to-stderr >&2; exit 2")
     assert result.returncode == 2
-    assert result.stdout == "to-stdout\n"
-    assert result.stderr == "to-stderr\n"
+    assert launcher_stream(result.stdout, RANK) == "to-stdout\n"
+    assert result.stderr == f"[rank {RANK} {NODE.node}] to-stderr\n"
     lines = rank_log(job).read_text().splitlines()
     assert lines[0] == "an earlier attempt"
     assert sorted(lines[1:]) == ["to-stderr", "to-stdout"]
@@ -521,7 +534,7 @@ def test_stop_signals_reach_the_rank_as_sigterm_and_the_wrapper_waits_for_its_en
     out, _ = process.communicate(timeout=10)
     assert process.returncode == 7
     assert got.read_text() == "TERM\n"
-    assert out == "cleaned\n"
+    assert launcher_stream(out, RANK) == "cleaned\n"
     assert {key: status_of(job)[key] for key in ("code", "signal", "stopped")} == {
         "code": 7,
         "signal": None,

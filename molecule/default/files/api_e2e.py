@@ -1,0 +1,85 @@
+"""The Python API against the molecule cluster, as a notebook user drives it.
+
+    python api_e2e.py INVENTORY RUNS_DIR
+
+1. plan() on the provisioned cluster: changes nothing, returns the hostfile and the launch script.
+2. train() with the same job id: epoch records reach on_event while the job still runs (no summary yet),
+   it succeeds, the provisioning changed nothing, and the job used exactly the planned hostfile and script.
+3. train() interrupted (KeyboardInterrupt, as in a notebook) at its first epoch: the job is stopped on every
+   node, the summary says cancelled.
+Prints one JSON line with what it measured; exits non-zero on the first broken promise.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import multinode_training as mt
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise SystemExit(f"api_e2e: {message}")
+
+
+def planned_then_trained(inventory: str, runs: Path) -> dict[str, Any]:
+    job_id = "molecule-api"
+    plan = mt.plan(inventory, extravars={"launcher_job_id": job_id})
+    check(plan.changed == 0, f"plan() changed {plan.changed} tasks: {plan.task_counts}")
+    check(plan.world_size == 3 and len(plan.hosts) == 3, f"plan: {plan.world_size} ranks on {plan.hosts}")
+
+    seen: list[tuple[float, mt.Record, bool]] = []
+
+    def on_event(record: mt.Record) -> None:
+        seen.append((time.monotonic(), record, (runs / job_id / "summary.json").exists()))
+
+    run = mt.train(inventory, extravars={"launcher_job_id": job_id}, runs_dir=runs, on_event=on_event)
+    check(run.status == "succeeded", f"train(): {run.status}, {run.summary and run.summary['failure_reasons']}")
+    epochs = [(at, record, ended) for at, record, ended in seen if isinstance(record, mt.Progress)]
+    check(bool(epochs), f"no epoch record reached on_event: {[type(r).__name__ for _, r, _ in seen]}")
+    check(not epochs[0][2], "the first epoch record came after the summary was written (replayed, not live)")
+    phases = [record.phase for _, record, _ in seen if isinstance(record, mt.PhaseChanged)]
+    check(phases == ["provision", "launch", "train", "collect"], f"phases {phases}")
+    started = [record for _, record, _ in seen if isinstance(record, mt.RankStarted)]
+    check(sorted(record.rank for record in started) == [0, 1, 2], f"ranks started {started}")
+    check(run.summary is not None and run.summary["provision_changed"] == 0, f"provision_changed {run.summary and run.summary['provision_changed']}")
+    node1 = run.dir / "nodes" / plan.hosts[0]
+    check((node1 / "hostfile").read_text() == plan.hostfile, "the run's hostfile is not the planned one")
+    check((node1 / "launch.sh").read_text() == plan.launch_script, "the run's launch script is not the planned one")
+    train_ended = next(at for at, record, _ in seen if isinstance(record, mt.PhaseChanged) and record.phase == "collect")
+    return {"plan_changed": plan.changed, "epoch_records": len(epochs), "first_epoch_before_collect_s": round(train_ended - epochs[0][0], 2)}
+
+
+def interrupted(inventory: str, runs: Path) -> dict[str, Any]:
+    job_id = "molecule-api-cancel"
+    interrupted_at: list[float] = []
+
+    def on_event(record: mt.Record) -> None:
+        if isinstance(record, mt.Progress) and not interrupted_at:
+            interrupted_at.append(time.monotonic())
+            signal.raise_signal(signal.SIGINT)  # what Jupyter's "interrupt kernel" does
+
+    run = mt.train(
+        inventory,
+        extravars={"launcher_job_id": job_id, "launcher_script_args": ["--epochs", "1000"]},
+        runs_dir=runs,
+        on_event=on_event,
+    )
+    check(bool(interrupted_at), "no epoch record arrived to interrupt at")
+    check(run.status == "cancelled", f"interrupted train(): status {run.status}, {run.summary and run.summary['failure_reasons']}")
+    check(run.summary is not None and run.summary["status"] == "cancelled", "no summary saying cancelled")
+    return {"cancel_to_end_s": round(time.monotonic() - interrupted_at[0], 2)}
+
+
+def main() -> None:
+    inventory, runs = sys.argv[1], Path(sys.argv[2])
+    print(json.dumps({**planned_then_trained(inventory, runs), **interrupted(inventory, runs)}))
+
+
+if __name__ == "__main__":
+    main()

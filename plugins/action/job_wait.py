@@ -1,0 +1,100 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of multinode.training.job_wait: follow a running job until its launcher ends."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower
+
+display = Display()
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "job_dir": {"type": "path", "required": True},
+    "run_dir": {"type": "path", "required": True},
+    "world_size": {"type": "int", "required": True},
+    "timeout": {"type": "int", "required": True},
+    "poll": {"type": "float", "default": 1.0},
+    "heartbeat": {"type": "int", "default": 30},
+    "cancel_file": {"type": "path"},
+    "container": {"type": "str"},
+    "check_pid": {"type": "bool", "default": False},
+    "liveness_every": {"type": "int", "default": 10},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        if self._task.check_mode:
+            return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to follow"}
+        run_dir = Path(args["run_dir"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        follower = Follower(run_dir=run_dir, world_size=args["world_size"], heartbeat_seconds=args["heartbeat"])
+        cancel_file = Path(args["cancel_file"] or run_dir / CANCEL_FILE)
+        ended_by, cancelled = self._follow(args, follower, cancel_file, task_vars or {})
+        result.update(
+            changed=False,
+            ended_by=ended_by,
+            cancelled=cancelled,
+            launcher_exit_code=follower.launcher_exit_code,
+            ranks_started=len(follower.started),
+            epochs=follower.epochs,
+            seconds=round(time.monotonic() - follower.began, 2),
+        )
+        return result
+
+    def _follow(self, args: dict[str, Any], follower: Follower, cancel_file: Path, task_vars: dict[str, Any]) -> tuple[str, bool]:
+        """Poll until the launch script logged its exit, its process or container is gone, or time is up."""
+        deadline = time.monotonic() + args["timeout"]
+        offsets: dict[str, int] = {}
+        cancelled = False
+        next_liveness = time.monotonic() + args["liveness_every"]
+        while True:
+            polled = time.monotonic()
+            stop = not cancelled and cancel_file.exists()
+            status = self._module("multinode.training.job_status", task_vars, job_dir=args["job_dir"], offsets=offsets,
+                                  stop=stop, check_pid=args["check_pid"])
+            if stop:
+                cancelled = True
+                display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
+            offsets = dict(status["offsets"])
+            for line in follower.feed(status["chunks"]):
+                display.display(f"[{follower.run_dir.name}] {line}")
+            if follower.ended:
+                return "launcher_exit", cancelled
+            gone = status.get("launcher_running") is False
+            if args["container"] and polled >= next_liveness:
+                next_liveness = polled + args["liveness_every"]
+                gone = not self._container_running(args["container"], task_vars)
+            if gone or polled >= deadline:
+                # What the launcher wrote in its last moments.
+                last = self._module("multinode.training.job_status", task_vars, job_dir=args["job_dir"], offsets=offsets)
+                for line in follower.feed(last["chunks"]):
+                    display.display(f"[{follower.run_dir.name}] {line}")
+                return ("not_running" if gone else "timeout"), cancelled
+            time.sleep(max(0.0, args["poll"] - (time.monotonic() - polled)))
+
+    def _container_running(self, name: str, task_vars: dict[str, Any]) -> bool:
+        info = self._module("community.docker.docker_container_info", task_vars, name=name)
+        return bool(info.get("exists") and info["container"]["State"]["Running"])
+
+    def _module(self, module: str, task_vars: dict[str, Any], **module_args: Any) -> dict[str, Any]:
+        found = self._execute_module(module_name=module, module_args=module_args, task_vars=task_vars)
+        if found.get("failed"):
+            raise AnsibleActionFail(f"{module}: {found.get('msg', 'failed')}")
+        return found

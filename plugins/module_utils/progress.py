@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A running job's progress, read from the launcher node's logs while it trains.
+
+The launcher node's ``logs/`` holds every rank's output (the rank wrapper prefixes each line
+with ``[rank N node]``, events.py; torchrun's agents and the MPI launchers carry it there) and
+the launch script's events (``launcher.log``). :func:`read_new_text` returns what was appended
+since the last look (on the node, by the job_status module); :func:`progress_records` turns it
+into records (on the controller, by the job_wait action): a rank started, an epoch of a rank
+(from the JSON ``epoch`` event of the optional script protocol, or from a printed line that
+names an epoch and a loss), a node's agent exited, the job aborted, cancelled or ended.
+
+Pure Python (no Ansible imports) so it runs on managed nodes and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.module_utils.run_report import parse_events
+
+# The rank wrapper's line prefix (events.RANK_LINE_PREFIX), parsed back.
+RANK_LINE = re.compile(r"\[rank (\d+) ([A-Za-z0-9_.:@+-]+)\] (.*)")
+# A printed epoch: "epoch 3", "Epoch: 3/10", "epoch=3"; its loss and throughput when the line gives them.
+_EPOCH_TEXT = re.compile(r"\bepoch\b['\"]?\s*[:=#]?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", re.IGNORECASE)
+_RATE_TEXT = re.compile(r"(\d+(?:\.\d*)?)\s*(?:samples|images|img|it)\s*/\s*s(?:ec)?\b", re.IGNORECASE)
+# Log files the job_status module leaves out: each rank's own log repeats its lines without the prefix.
+_RANK_LOG = re.compile(r"rank-\d+\.log")
+LAUNCHER_LOG = "launcher.log"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """New complete lines of one log file, and where the next read starts."""
+
+    text: str
+    offset: int
+
+
+def read_new_text(logs_dir: str, offsets: Mapping[str, int], max_bytes: int) -> dict[str, Chunk]:
+    """For every ``*.log`` in ``logs_dir`` but the ranks' own logs: the complete lines after its offset.
+
+    At most ``max_bytes`` per file and call; a line still being written waits for the next call.
+    Files that shrank (rewritten) are read again from the start.
+    """
+    chunks: dict[str, Chunk] = {}
+    for name in sorted(os.listdir(logs_dir)):
+        if not name.endswith(".log") or _RANK_LOG.fullmatch(name):
+            continue
+        start = int(offsets.get(name, 0))
+        path = os.path.join(logs_dir, name)
+        if os.path.getsize(path) < start:
+            start = 0
+        with open(path, "rb") as log:
+            log.seek(start)
+            data = log.read(max_bytes)
+        # A line longer than max_bytes (a progress bar redrawn with \r) comes in pieces rather than never.
+        complete = data if len(data) == max_bytes and b"\n" not in data else data[: data.rfind(b"\n") + 1]
+        if complete:
+            chunks[name] = Chunk(text=complete.decode("utf-8", errors="replace"), offset=start + len(complete))
+    return chunks
+
+
+def process_running(pid_file: str) -> bool | None:
+    """Whether the process whose id ``pid_file`` holds still runs; None while the file is missing or empty."""
+    try:
+        with open(pid_file, encoding="utf-8") as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    if not text.isdigit():
+        return None
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def epoch_of(text: str) -> dict[str, Any] | None:
+    """``{"epoch", "loss", "samples_per_s"}`` when the line reports an epoch, else None.
+
+    The script protocol's JSON ``epoch`` event is taken as it is; otherwise a line that names an
+    epoch number and a loss (``epoch 3 loss 0.41``, ``Epoch: 3/10 ... Loss=0.41``, ``{'loss': 0.41, 'epoch': 0.5}``) counts, with
+    its samples/s (or images/s, it/s) when it gives one.
+    """
+    found = parse_events(text)
+    if found and found[0].get("event") == events.EPOCH:
+        event = found[0]
+        return {key: event.get(key) for key in ("epoch", "loss", "samples_per_s")}
+    epoch, loss = _EPOCH_TEXT.search(text), _LOSS_TEXT.search(text)
+    if epoch is None or loss is None:
+        return None
+    rate = _RATE_TEXT.search(text)
+    number = float(epoch.group(1))
+    return {"epoch": int(number) if number.is_integer() else number, "loss": float(loss.group(1)), "samples_per_s": float(rate.group(1)) if rate else None}
+
+
+def progress_records(chunks: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The records in new log text, file by file: ``started``, ``epoch``, ``output`` (every other rank line)
+    and the launch script's ``node_exit``, ``abort``, ``cancel`` and ``launcher_exit`` events."""
+    records: list[dict[str, Any]] = []
+    for name, text in chunks.items():
+        if name == LAUNCHER_LOG:
+            records += [_launcher_record(event) for event in parse_events(text) if event.get("event") in _SHOWN_EVENTS]
+            continue
+        for line in text.splitlines():
+            records += _rank_records(line)
+    return records
+
+
+_SHOWN_EVENTS = (events.NODE_EXIT, events.ABORT, events.CANCEL, events.LAUNCHER_EXIT)
+
+
+def _launcher_record(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {"kind": event["event"], **{key: value for key, value in event.items() if key not in ("event", "time")}}
+
+
+def _rank_records(line: str) -> list[dict[str, Any]]:
+    match = RANK_LINE.fullmatch(line.rstrip("\r"))
+    if match is None:
+        return []
+    rank, node, text = int(match.group(1)), match.group(2), match.group(3)
+    if text == events.RANK_STARTED:
+        return [{"kind": "started", "rank": rank, "node": node}]
+    output = {"kind": "output", "rank": rank, "node": node, "text": text}
+    epoch = epoch_of(text)
+    return [output] if epoch is None else [output, {"kind": "epoch", "rank": rank, "node": node, **epoch}]
+
+
+def describe(record: Mapping[str, Any]) -> str | None:
+    """The progress line a person reads for a record; None for a rank's plain output."""
+    kind = record["kind"]
+    if kind == "epoch":
+        parts = [f"loss {record['loss']:.4g}" if isinstance(record.get("loss"), (int, float)) else None]
+        if isinstance(record.get("samples_per_s"), (int, float)):
+            parts.append(f"{record['samples_per_s']:.1f} samples/s")
+        details = ", ".join(part for part in parts if part)
+        return f"rank {record['rank']} ({record['node']}) epoch {record['epoch']}" + (f": {details}" if details else "")
+    if kind == events.NODE_EXIT:
+        return f"node {record.get('node')}: torchrun agent exited {record.get('code')}"
+    if kind == events.ABORT:
+        return f"stopping every rank: {record.get('reason')}"
+    if kind == events.CANCEL:
+        return "cancel asked for: stopping every rank"
+    if kind == events.LAUNCHER_EXIT:
+        return f"launcher exited {record.get('code')}"
+    return None
+
+
+def record_line(record: Mapping[str, Any]) -> str:
+    """One JSON line of ``progress.jsonl``."""
+    return json.dumps(dict(record), sort_keys=True) + "\n"

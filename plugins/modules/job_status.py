@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: job_status
+short_description: Read what a running training job appended to its logs on the launcher node, or stop it
+description:
+  - Returns the complete lines appended to the C(*.log) files of O(job_dir)C(/logs) since O(offsets) (every rank's
+    prefixed output as torchrun's agents or the MPI launcher collected it, and the launch script's events), leaving out
+    each rank's own C(rank-<N>.log).
+  - With O(stop=true) it creates O(job_dir)C(/stop); the launch script sees it within a second, logs a C(cancel) event
+    and stops every rank on every node; the run summary then says C(cancelled).
+  - The multinode.training.job_wait action calls it about once a second while a job runs; it is rarely useful alone.
+author:
+  - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode O(stop) creates nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  job_dir:
+    description: The job's directory on the launcher node (it holds C(logs/)).
+    type: path
+    required: true
+  offsets:
+    description: Bytes already read, by log file name (the RV(offsets) of the previous call).
+    type: dict
+    default: {}
+  max_bytes:
+    description: At most this many bytes are read per file and call.
+    type: int
+    default: 262144
+  stop:
+    description: Ask the launch script to stop the job.
+    type: bool
+    default: false
+  check_pid:
+    description:
+      - Also say whether the launch script's process (its pid in O(job_dir)C(/launch.pid)) still runs. Only where the
+        script runs on the node itself (host runtime); in a container the pid belongs to the container.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Read the job's new log lines
+  multinode.training.job_status:
+    job_dir: /opt/multinode/sim/work/jobs/20261123-101500-torchrun
+    offsets: "{{ previous.offsets | default({}) }}"
+  register: previous
+"""
+
+RETURN = r"""
+chunks:
+  description: The new complete lines of each log file that grew.
+  returned: always
+  type: dict
+  sample: {"node1.log": "[rank 0 node1] epoch 1 loss 0.35\n"}
+offsets:
+  description: Where the next call starts reading, by log file name.
+  returned: always
+  type: dict
+  sample: {"node1.log": 1024, "launcher.log": 300}
+stopped:
+  description: Whether the stop file exists (this call or an earlier one created it).
+  returned: always
+  type: bool
+launcher_running:
+  description: Whether the launch script's process runs (null before it wrote its pid).
+  returned: when O(check_pid=true)
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.module_utils.progress import process_running, read_new_text
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            job_dir=dict(type="path", required=True),
+            offsets=dict(type="dict", default={}),
+            max_bytes=dict(type="int", default=262144),
+            stop=dict(type="bool", default=False),
+            check_pid=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    job_dir = module.params["job_dir"]
+    logs_dir = os.path.join(job_dir, "logs")
+    if not os.path.isdir(logs_dir):
+        module.fail_json(msg=f"{logs_dir} does not exist: the job was not started on this node")
+    stop_file = os.path.join(job_dir, events.STOP_FILE)
+    changed = False
+    if module.params["stop"] and not os.path.exists(stop_file):
+        changed = True
+        if not module.check_mode:
+            with open(stop_file, "w", encoding="utf-8"):
+                pass
+    chunks = read_new_text(logs_dir, module.params["offsets"], module.params["max_bytes"])
+    offsets = {**module.params["offsets"], **{name: chunk.offset for name, chunk in chunks.items()}}
+    result = dict(changed=changed, chunks={name: chunk.text for name, chunk in chunks.items()}, offsets=offsets)
+    result["stopped"] = os.path.exists(stop_file)
+    if module.params["check_pid"]:
+        result["launcher_running"] = process_running(os.path.join(job_dir, events.LAUNCH_PID_FILE))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done by the action plugin plugins/action/job_wait.py; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: job_wait
+short_description: Follow a running training job until its launcher ends, showing its progress
+description:
+  - Runs on the controller against the launcher node. About once a second (O(poll)) it reads what the job appended to
+    the launcher node's logs (with multinode.training.job_status) and shows progress lines while the job runs (ranks
+    started, each epoch a rank reports with loss and samples/s, a node's agent exiting, the job being stopped). When nothing
+    was shown for O(heartbeat) seconds it shows how long the job has run and the last line a rank printed.
+  - "An epoch is the optional script protocol's JSON C(epoch) event, or any printed line naming an epoch number and a
+    loss (C(epoch 3 loss 0.41), C(Epoch: 3/10 ... Loss=0.41))."
+  - Keeps the run directory's live files on the controller while the job runs, C(live.log) (every rank's output, each
+    line behind C([rank N node]), and the job's events in words) and C(progress.jsonl) (one JSON record per line).
+    C(python -m multinode_training watch) and C(multinode_training.train) read them.
+  - When O(cancel_file) appears on the controller it asks the launch script to stop the job on every node (see
+    multinode.training.job_status) and goes on waiting for the launcher to end; the summary then says C(cancelled).
+  - Ends when the launch script logs its exit, when its process (O(check_pid)) or container (O(container)) is gone,
+    or after O(timeout) seconds. It never fails because of the job; the run summary judges it.
+author:
+  - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode there is no job; the task is skipped.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  job_dir:
+    description: The job's directory on the launcher node.
+    type: path
+    required: true
+  run_dir:
+    description: The run's directory on the controller (C(runs/<job-id>)); created when missing.
+    type: path
+    required: true
+  world_size:
+    description: Ranks in the job, for the count of ranks started.
+    type: int
+    required: true
+  timeout:
+    description: Seconds after which it stops waiting (the launcher's own timeout should come first).
+    type: int
+    required: true
+  poll:
+    description: Seconds between two reads of the logs.
+    type: float
+    default: 1.0
+  heartbeat:
+    description: Seconds without a progress line after which it shows that the job still runs.
+    type: int
+    default: 30
+  cancel_file:
+    description: A file on the controller whose appearance cancels the job. Defaults to O(run_dir)C(/cancel).
+    type: path
+  container:
+    description: The launcher container's name; checked every O(liveness_every) seconds (container runtime).
+    type: str
+  check_pid:
+    description: Check the launch script's process on every read (host runtime).
+    type: bool
+    default: false
+  liveness_every:
+    description: Seconds between two checks of the launcher container.
+    type: int
+    default: 10
+"""
+
+EXAMPLES = r"""
+- name: Follow the job
+  multinode.training.job_wait:
+    job_dir: "{{ launcher_job.dir }}"
+    run_dir: "{{ launcher_job.run_dir }}"
+    world_size: 3
+    timeout: 3660
+    container: mnt-launcher
+  register: launcher_wait
+"""
+
+RETURN = r"""
+ended_by:
+  description: C(launcher_exit) (the launch script logged its exit), C(not_running) (its process or container is gone
+    without that) or C(timeout).
+  returned: success
+  type: str
+  sample: launcher_exit
+cancelled:
+  description: Whether the cancel file appeared and the job was asked to stop.
+  returned: success
+  type: bool
+launcher_exit_code:
+  description: The exit code the launch script logged, or null.
+  returned: success
+  type: int
+  sample: 0
+ranks_started:
+  description: Ranks that reported their start.
+  returned: success
+  type: int
+  sample: 3
+epochs:
+  description: Epoch records seen, across ranks.
+  returned: success
+  type: int
+  sample: 5
+seconds:
+  description: Seconds spent following the job.
+  returned: success
+  type: float
+  sample: 12.4
+"""

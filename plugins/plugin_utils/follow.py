@@ -1,0 +1,92 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Following a running job from the controller: what to show, what to keep, when it ended.
+
+The job_wait action feeds each job_status result to :class:`Follower`; it returns the lines to show
+and keeps the run directory's live files up to date: ``live.log`` (every rank's output, each line
+behind ``[rank N node]``, and the launch script's events in words) and ``progress.jsonl`` (one JSON
+record per line: started, epoch, node_exit, abort, cancel, launcher_exit), which
+``python -m multinode_training watch`` and ``multinode_training.train()`` read while the job runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ansible_collections.multinode.training.plugins.module_utils import events, progress
+
+LIVE_LOG = "live.log"
+PROGRESS_FILE = "progress.jsonl"
+CANCEL_FILE = "cancel"
+
+
+@dataclass
+class Follower:
+    """One job's progress as seen so far; ``run_dir`` is the controller's runs/<job-id>/."""
+
+    run_dir: Path
+    world_size: int
+    heartbeat_seconds: float = 30.0
+    started: set[int] = field(default_factory=set)
+    launcher_exit_code: int | None = None
+    epochs: int = 0
+    last_output: str = ""
+    shown_at: float = field(default_factory=time.monotonic)
+    began: float = field(default_factory=time.monotonic)
+
+    def feed(self, chunks: Mapping[str, str], now: float | None = None) -> list[str]:
+        """Take one job_status result's new text; the lines to show now."""
+        now = time.monotonic() if now is None else now
+        records = progress.progress_records(chunks)
+        self._append(records)
+        shown = [line for line in map(self._line, records) if line]
+        if any(record["kind"] == "started" for record in records):
+            shown.append(f"ranks started: {len(self.started)} of {self.world_size}")
+        if shown:
+            self.shown_at = now
+        elif now - self.shown_at >= self.heartbeat_seconds:
+            self.shown_at = now
+            shown.append(self._heartbeat(now))
+        return shown
+
+    @property
+    def ended(self) -> bool:
+        """The launch script logged its exit."""
+        return self.launcher_exit_code is not None
+
+    def _line(self, record: dict[str, Any]) -> str | None:
+        kind = record["kind"]
+        if kind == "started":
+            self.started.add(int(record["rank"]))
+        elif kind == "output":
+            self.last_output = f"rank {record['rank']} ({record['node']}): {record['text']}"
+        elif kind == "epoch":
+            self.epochs += 1
+        elif kind == events.LAUNCHER_EXIT and isinstance(record.get("code"), int):
+            self.launcher_exit_code = int(record["code"])
+        return progress.describe(record)
+
+    def _heartbeat(self, now: float) -> str:
+        running = f"{int(now - self.began)} s, {len(self.started)} of {self.world_size} ranks started"
+        return f"still training ({running})" + (f"; last output: {self.last_output[:160]}" if self.last_output else "")
+
+    def _append(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        live = []
+        for record in records:
+            if record["kind"] == "output":
+                live.append(f"[rank {record['rank']} {record['node']}] {record['text']}\n")
+            elif record["kind"] != "epoch":
+                described = progress.describe(record) or f"rank {record['rank']} started on {record['node']}"
+                live.append(f"[job] {described}\n")
+        with open(self.run_dir / LIVE_LOG, "a", encoding="utf-8") as log:
+            log.writelines(live)
+        with open(self.run_dir / PROGRESS_FILE, "a", encoding="utf-8") as log:
+            log.writelines(
+                progress.record_line({**record, "text": progress.describe(record), "time": round(time.time(), 3)})
+                for record in records
+                if record["kind"] != "output"
+            )

@@ -1,0 +1,174 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of plugin_utils/follow.py: what the job_wait action shows and keeps while a job runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import LIVE_LOG, PROGRESS_FILE, Follower
+
+
+def started(rank: int, node: str) -> str:
+    return f"[rank {rank} {node}] {events.RANK_STARTED}\n"
+
+
+def launcher(event: str, **fields: object) -> str:
+    return json.dumps({"event": event, "time": 1712.5, **fields}) + "\n"
+
+
+@pytest.fixture
+def follower(tmp_path: Path) -> Follower:
+    # A fixed clock: every feed passes ``now`` explicitly.
+    return Follower(run_dir=tmp_path, world_size=4, heartbeat_seconds=30.0, shown_at=0.0, began=0.0)
+
+
+def test_starts_are_counted_once_per_feed(follower: Follower) -> None:
+    first = follower.feed({"node1.log": started(0, "node1") + started(1, "node1")}, now=1.0)
+    second = follower.feed({"node2.log": started(2, "node2")}, now=2.0)
+
+    assert first == ["ranks started: 2 of 4"]
+    assert second == ["ranks started: 3 of 4"]
+    assert follower.started == {0, 1, 2}
+
+
+def test_a_rank_started_twice_counts_once(follower: Follower) -> None:
+    follower.feed({"node1.log": started(0, "node1")}, now=1.0)
+
+    assert follower.feed({"node1.log": started(0, "node1")}, now=2.0) == ["ranks started: 1 of 4"]
+
+
+def test_a_feed_without_starts_shows_no_start_count(follower: Follower) -> None:
+    follower.feed({"node1.log": started(0, "node1")}, now=1.0)
+
+    assert follower.feed({"node1.log": "[rank 0 node1] loading data\n"}, now=2.0) == []
+
+
+def test_epoch_lines_are_shown_and_counted(follower: Follower) -> None:
+    shown = follower.feed(
+        {"node1.log": "[rank 0 node1] epoch 1 loss 0.35 1200 samples/s\n[rank 0 node1] epoch 2 loss 0.2\n"}, now=1.0
+    )
+
+    assert shown == ["rank 0 (node1) epoch 1: loss 0.35, 1200.0 samples/s", "rank 0 (node1) epoch 2: loss 0.2"]
+    assert follower.epochs == 2
+
+
+def test_launcher_events_are_shown_in_words(follower: Follower) -> None:
+    text = launcher("node_exit", node="node2", code=1, after_abort=False) + launcher("abort", reason="node node2 exited 1")
+
+    assert follower.feed({"launcher.log": text}, now=1.0) == [
+        "node node2: torchrun agent exited 1",
+        "stopping every rank: node node2 exited 1",
+    ]
+    assert not follower.ended
+
+
+def test_launcher_exit_ends_the_job_with_its_code(follower: Follower) -> None:
+    assert not follower.ended
+
+    shown = follower.feed({"launcher.log": launcher("launcher_exit", code=3)}, now=1.0)
+
+    assert shown == ["launcher exited 3"]
+    assert follower.ended
+    assert follower.launcher_exit_code == 3
+
+
+def test_launcher_exit_zero_also_ends_the_job(follower: Follower) -> None:
+    follower.feed({"launcher.log": launcher("launcher_exit", code=0)}, now=1.0)
+
+    assert follower.ended
+    assert follower.launcher_exit_code == 0
+
+
+def test_no_heartbeat_before_heartbeat_seconds(follower: Follower) -> None:
+    assert follower.feed({}, now=29.0) == []
+
+
+def test_heartbeat_after_heartbeat_seconds_without_a_shown_line(follower: Follower) -> None:
+    follower.feed({"node1.log": started(0, "node1")}, now=10.0)
+
+    assert follower.feed({}, now=39.0) == []
+    assert follower.feed({}, now=40.5) == ["still training (40 s, 1 of 4 ranks started)"]
+    # The heartbeat counts as shown: the next one is heartbeat_seconds later.
+    assert follower.feed({}, now=60.0) == []
+    assert follower.feed({}, now=70.5) == ["still training (70 s, 1 of 4 ranks started)"]
+
+
+def test_heartbeat_names_the_last_output_line(follower: Follower) -> None:
+    follower.feed({"node1.log": "[rank 0 node1] step 10\n[rank 1 node1] step 11\n"}, now=5.0)
+
+    # Plain output is not shown, so it does not put the heartbeat off.
+    assert follower.feed({}, now=31.0) == ["still training (31 s, 0 of 4 ranks started); last output: rank 1 (node1): step 11"]
+
+
+def test_heartbeat_cuts_a_long_last_output(follower: Follower) -> None:
+    follower.feed({"node1.log": "[rank 0 node1] " + "x" * 500 + "\n"}, now=1.0)
+
+    (line,) = follower.feed({}, now=30.0)
+
+    assert line.endswith("; last output: " + ("rank 0 (node1): " + "x" * 500)[:160])
+
+
+def test_live_log_has_rank_lines_and_job_events(follower: Follower, tmp_path: Path) -> None:
+    follower.feed({"node1.log": started(0, "node1") + "[rank 0 node1] epoch 1 loss 0.35\n"}, now=1.0)
+    follower.feed(
+        {
+            "node2.log": "[rank 1 node2] hello\n",
+            "launcher.log": launcher("node_exit", node="node2", code=0, after_abort=False) + launcher("cancel")
+            + launcher("launcher_exit", code=0),
+        },
+        now=2.0,
+    )
+
+    assert (tmp_path / LIVE_LOG).read_text(encoding="utf-8").splitlines() == [
+        "[job] rank 0 started on node1",
+        "[rank 0 node1] epoch 1 loss 0.35",
+        "[rank 1 node2] hello",
+        "[job] node node2: torchrun agent exited 0",
+        "[job] cancel asked for: stopping every rank",
+        "[job] launcher exited 0",
+    ]
+
+
+def test_progress_jsonl_holds_every_record_but_output(follower: Follower, tmp_path: Path) -> None:
+    before = time.time()
+    follower.feed(
+        {
+            "node1.log": started(0, "node1") + "[rank 0 node1] hello\n[rank 0 node1] epoch 1 loss 0.5\n",
+            "launcher.log": launcher("abort", reason="signal") + launcher("launcher_exit", code=143),
+        },
+        now=1.0,
+    )
+    after = time.time()
+
+    lines = (tmp_path / PROGRESS_FILE).read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+
+    assert all(before - 0.01 <= record.pop("time") <= after + 0.01 for record in records)
+    assert records == [
+        {"kind": "started", "rank": 0, "node": "node1", "text": None},
+        {"kind": "epoch", "rank": 0, "node": "node1", "epoch": 1, "loss": 0.5, "samples_per_s": None,
+         "text": "rank 0 (node1) epoch 1: loss 0.5"},
+        {"kind": "abort", "reason": "signal", "text": "stopping every rank: signal"},
+        {"kind": "launcher_exit", "code": 143, "text": "launcher exited 143"},
+    ]
+
+
+def test_files_are_appended_across_feeds(follower: Follower, tmp_path: Path) -> None:
+    follower.feed({"node1.log": started(0, "node1")}, now=1.0)
+    follower.feed({"node1.log": started(1, "node1")}, now=2.0)
+
+    ranks = [json.loads(line)["rank"] for line in (tmp_path / PROGRESS_FILE).read_text().splitlines()]
+    assert ranks == [0, 1]
+    assert len((tmp_path / LIVE_LOG).read_text().splitlines()) == 2
+
+
+def test_a_feed_without_records_writes_no_files(follower: Follower, tmp_path: Path) -> None:
+    follower.feed({"node1.log": "torchrun noise without a prefix\n"}, now=1.0)
+
+    assert not (tmp_path / LIVE_LOG).exists()
+    assert not (tmp_path / PROGRESS_FILE).exists()
