@@ -45,11 +45,14 @@ def tree_state(root: str) -> str:
         return "absent"
     for directory, subdirectories, files in os.walk(root):
         subdirectories.sort()
-        for name in sorted(files):
+        linked = [name for name in subdirectories if os.path.islink(os.path.join(directory, name))]
+        for name in sorted(files + linked):
             path = os.path.join(directory, name)
             info = os.lstat(path)
             digest.update(f"{os.path.relpath(path, root)}\0{info.st_mode}\0{info.st_uid}\0{info.st_gid}\0".encode())
-            if os.path.isfile(path) and not os.path.islink(path):
+            if os.path.islink(path):
+                digest.update(os.readlink(path).encode())
+            elif os.path.isfile(path):
                 with open(path, "rb") as handle:
                     digest.update(hashlib.sha256(handle.read()).digest())
     return digest.hexdigest()
@@ -62,11 +65,16 @@ def docker_get(docker_socket: str, path: str, timeout: float = 5.0) -> tuple[int
         connection.request("GET", path)
         response = connection.getresponse()
         body = response.read()
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return 0, None
     finally:
         connection.close()
-    return response.status, json.loads(body) if response.status == 200 else None
+    if response.status != 200:
+        return response.status, None
+    try:
+        return 200, json.loads(body)
+    except ValueError:
+        return -1, None
 
 
 def container_state(name: str, docker_socket: str) -> str:
@@ -84,7 +92,7 @@ def image_state(name: str, docker_socket: str) -> str:
 
 
 def _missing(status: int) -> str:
-    return {0: "no daemon", 404: "absent"}.get(status, f"error {status}")
+    return {0: "no daemon", 404: "absent", -1: "unreadable answer"}.get(status, f"error {status}")
 
 
 def process_state(pid_file: str) -> str:
@@ -92,8 +100,15 @@ def process_state(pid_file: str) -> str:
     try:
         with open(pid_file, encoding="utf-8") as handle:
             pid = int(handle.read().strip())
-        os.kill(pid, 0)
     except (OSError, ValueError):
+        return "stopped"
+    if pid <= 0:  # 0 and negative numbers name process groups, not a process
+        return "stopped"
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # it exists, owned by another user
+        return "running"
+    except OSError:
         return "stopped"
     return "running"
 

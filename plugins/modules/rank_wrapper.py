@@ -21,6 +21,9 @@ description:
     SIGTERM/SIGINT/SIGHUP) are recorded in C(<job_dir>/status/rank-<RANK>.json).
   - Needs bash and util-linux's C(setpriv) on the node (or in the image).
   - The file is only rewritten, atomically, when its content differs.
+  - Before writing it, sets up the job on the node in the same call; the missing O(directories) are created (owned
+    by O(owner):O(group), mode 0750) and O(code_dir) is copied to O(work_dir) (modes and modification times kept, so
+    what the ranks write there afterwards is told apart by its time) unless O(work_dir) exists.
 author:
   - multinode.training team
 extends_documentation_fragment:
@@ -35,7 +38,7 @@ attributes:
     platforms: posix
 options:
   path:
-    description: Where to write the wrapper. The parent directory must exist.
+    description: Where to write the wrapper. Its directory must exist or be one of O(directories).
     type: path
     required: true
   node:
@@ -94,6 +97,15 @@ options:
     description: Script sourced first (the host-mode oneAPI and Python environment); empty for none.
     type: path
     default: ""
+  directories:
+    description: Directories of the job to create first when missing (the job directory, C(logs), C(status), ...).
+    type: list
+    elements: path
+    default: []
+  code_dir:
+    description: The training code on this node, copied to O(work_dir) when O(work_dir) does not exist; empty for none.
+    type: path
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -118,6 +130,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+created:
+  description: The directories created, and O(work_dir) when the code was copied there.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/opt/multinode/lab/work/jobs/job-1", "/opt/multinode/lab/work/jobs/job-1/work"]
 path:
   description: Path of the wrapper.
   returned: always
@@ -130,8 +148,13 @@ content:
   sample: "#!/bin/bash\n..."
 """
 
+import grp
+import os
+import pwd
+
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.multinode.training.plugins.module_utils import job_files
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ContractError,
@@ -159,6 +182,8 @@ def main() -> None:
             data_dir=dict(type="str", default=""),
             env=dict(type="dict", default={}),
             env_script=dict(type="path", default=""),
+            directories=dict(type="list", elements="path", default=[]),
+            code_dir=dict(type="path", default=""),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -177,7 +202,30 @@ def main() -> None:
         content = render_rank_wrapper(node, job, env, env_script=params["env_script"])
     except ContractError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(path=params["path"], content=content, **ensure_content(module, params["path"], content))
+    created = set_up_job(module)
+    written = ensure_content(module, params["path"], content)
+    module.exit_json(path=params["path"], content=content, created=created, **{**written, "changed": written["changed"] or bool(created)})
+
+
+def set_up_job(module: AnsibleModule) -> list[str]:
+    """The job's directories and its copy of the code (what exists is left alone); what was created."""
+    params = module.params
+    missing = [path for path in params["directories"] if not os.path.isdir(path)]
+    copy = bool(params["code_dir"]) and not os.path.exists(params["work_dir"])
+    if module.check_mode or not (missing or copy):
+        return missing + ([params["work_dir"]] if copy else [])
+    uid, gid = owner_ids(params["owner"], params["group"])
+    created = job_files.make_directories(missing, uid, gid)
+    if copy and job_files.copy_tree(params["code_dir"], params["work_dir"], uid, gid):
+        created.append(params["work_dir"])
+    return created
+
+
+def owner_ids(owner: str | None, group: str | None) -> tuple[int, int]:
+    """Numeric ids of the file arguments' owner and group (names or numbers); -1 keeps the current one."""
+    uid = -1 if not owner else int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid
+    gid = -1 if not group else int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
+    return uid, gid
 
 
 if __name__ == "__main__":

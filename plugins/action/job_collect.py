@@ -1,0 +1,64 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of multinode.training.job_collect: one archive per node, packed, fetched and unpacked."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import tarfile
+import tempfile
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "job_dir": {"type": "path", "required": True},
+    "work_dir": {"type": "path", "required": True},
+    "output_dir": {"type": "path", "required": True},
+    "outputs": {"type": "bool", "default": False},
+    "launcher": {"type": "bool", "default": False},
+    "dest": {"type": "path", "required": True},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = True
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        if self._task.check_mode:
+            return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to collect"}
+        remote_tmp = self._make_tmp_path()
+        try:
+            remote_archive = self._connection._shell.join_path(remote_tmp, "collect.tar")
+            packed = self._execute_module(
+                module_name="multinode.training.job_pack",
+                module_args={key: args[key] for key in ("job_dir", "work_dir", "output_dir", "outputs", "launcher")}
+                | {"dest": remote_archive, "owner": self._get_remote_user() or getpass.getuser()},
+                task_vars=task_vars or {},
+            )
+            if packed.get("failed"):
+                raise AnsibleActionFail(f"multinode.training.job_pack: {packed.get('msg', 'failed')}")
+            members = self._bring_back(remote_archive, args["dest"])
+        finally:
+            self._remove_tmp_path(remote_tmp, force=True)
+        result.update(changed=True, files=members, bytes=packed["bytes"], dest=args["dest"])
+        return result
+
+    def _bring_back(self, remote_archive: str, dest: str) -> int:
+        """Fetch the archive and unpack it into ``dest`` on the controller; the number of files."""
+        os.makedirs(dest, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="multinode-collect-") as local:
+            archive_path = os.path.join(local, "collect.tar")
+            self._connection.fetch_file(remote_archive, archive_path)
+            with tarfile.open(archive_path) as archive:
+                members = archive.getmembers()
+                archive.extractall(dest, filter="data")
+        return len(members)

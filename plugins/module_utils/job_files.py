@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A job's files on one node: set up before it runs (directories, its own copy of the code), packed after.
+
+Pure Python (stdlib only) so it runs on managed nodes and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from typing import Iterable
+
+LAUNCHER_FILES = ("hostfile", "launch.sh")
+RANK_WRAPPER = "rank.sh"
+COLLECTED_DIRS = ("logs", "status")
+
+
+def make_directories(paths: Iterable[str], uid: int, gid: int, mode: int = 0o750) -> list[str]:
+    """Create the missing directories of ``paths`` (and their parents) owned by uid:gid; the ones created."""
+    created = []
+    for path in paths:
+        if os.path.isdir(path):
+            continue
+        os.makedirs(path, mode=mode, exist_ok=True)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+        created.append(path)
+    return created
+
+
+def copy_tree(source: str, destination: str, uid: int, gid: int) -> bool:
+    """Copy ``source`` to ``destination`` (modes and modification times kept, symbolic links as links), every
+    copied path owned by uid:gid, unless ``destination`` exists. Whether it copied."""
+    if os.path.exists(destination):
+        return False
+    shutil.copytree(source, destination, symlinks=True)
+    for directory, subdirectories, files in os.walk(destination):
+        os.lchown(directory, uid, gid)
+        for name in subdirectories + files:
+            os.lchown(os.path.join(directory, name), uid, gid)
+    return True
+
+
+def job_files(job_dir: str, work_dir: str, output_dir: str, *, outputs: bool, launcher: bool) -> list[str]:
+    """What to collect from this node: the rank wrapper, the launcher's hostfile and script (on the launcher
+    node), the logs and rank status files, and with ``outputs`` the output directory and what the ranks wrote
+    in their working directory (files newer than the rank wrapper, written when the job started)."""
+    wrapper = os.path.join(job_dir, RANK_WRAPPER)
+    found = [path for path in [wrapper] + [os.path.join(job_dir, name) for name in LAUNCHER_FILES if launcher] if os.path.isfile(path)]
+    for directory in [os.path.join(job_dir, name) for name in COLLECTED_DIRS] + ([output_dir] if outputs else []):
+        found += _files_under(directory)
+    if outputs and os.path.isfile(wrapper):
+        started = os.stat(wrapper).st_mtime
+        found += [path for path in _files_under(work_dir) if os.lstat(path).st_mtime > started]
+    return found
+
+
+def pack(job_dir: str, paths: Iterable[str], destination: str) -> int:
+    """Write the files of ``paths`` to the tar ``destination``, named relative to ``job_dir``; their total size."""
+    total = 0
+    with tarfile.open(destination, "w") as archive:
+        for path in paths:
+            archive.add(path, arcname=os.path.relpath(path, job_dir), recursive=False)
+            total += os.lstat(path).st_size
+    return total
+
+
+def _files_under(directory: str) -> list[str]:
+    found = []
+    for root, subdirectories, files in os.walk(directory):
+        subdirectories.sort()
+        found += [os.path.join(root, name) for name in sorted(files)]
+    return found

@@ -1,0 +1,85 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done by the action plugin plugins/action/job_collect.py; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: job_collect
+short_description: Bring what a training job left on a node to the controller, in one transfer
+description:
+  - Packs the job's files on the node into one tar file in the connection's temporary directory (with
+    multinode.training.job_pack), fetches it and unpacks it into O(dest) on the controller, then removes the
+    temporary directory. Member names are checked on unpacking (no absolute paths, nothing outside O(dest)).
+  - What is packed is the rank wrapper, on the launcher node the hostfile and launch script, the logs and rank
+    status files and, with O(outputs=true), the output directory and what the ranks wrote in their working directory.
+author:
+  - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode there is no job; the task is skipped.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  job_dir:
+    description: The job's directory on the node.
+    type: path
+    required: true
+  work_dir:
+    description: The ranks' working directory.
+    type: path
+    required: true
+  output_dir:
+    description: The job's C(OUTPUT_DIR).
+    type: path
+    required: true
+  outputs:
+    description: Also collect the output directory and what the ranks wrote in O(work_dir).
+    type: bool
+    default: false
+  launcher:
+    description: This is the launcher node (its hostfile and launch script are collected).
+    type: bool
+    default: false
+  dest:
+    description: Directory on the controller to unpack into (created).
+    type: path
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Collect the job's logs and outputs
+  multinode.training.job_collect:
+    job_dir: /opt/multinode/sim/work/jobs/job-1
+    work_dir: /opt/multinode/sim/work/jobs/job-1/work
+    output_dir: /opt/multinode/sim/work/jobs/job-1/outputs
+    outputs: "{{ inventory_hostname == 'node1' }}"
+    launcher: "{{ inventory_hostname == 'node1' }}"
+    dest: runs/job-1/nodes/{{ inventory_hostname }}
+"""
+
+RETURN = r"""
+files:
+  description: How many files were collected.
+  returned: success
+  type: int
+  sample: 12
+bytes:
+  description: Their total size.
+  returned: success
+  type: int
+  sample: 40960
+dest:
+  description: Where they are on the controller.
+  returned: success
+  type: str
+  sample: runs/job-1/nodes/node1
+"""

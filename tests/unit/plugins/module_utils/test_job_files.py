@@ -1,0 +1,85 @@
+"""A job's files on a node: set up before the job, selected and packed after it."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+import time
+from pathlib import Path
+
+from ansible_collections.multinode.training.plugins.module_utils import job_files
+
+UID, GID = os.getuid(), os.getgid()
+
+
+def job_layout(tmp_path: Path) -> dict[str, Path]:
+    job = tmp_path / "jobs" / "job-1"
+    paths = {"job": job, "work": job / "work", "outputs": job / "outputs"}
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print('hi')\n")
+    (code / "pkg").mkdir()
+    (code / "pkg" / "util.py").write_text("X = 1\n")
+    (code / "link.py").symlink_to("train.py")
+    old = time.time() - 3600
+    for path in (code / "train.py", code / "pkg" / "util.py"):
+        os.utime(path, (old, old))
+    job_files.make_directories([str(job), str(job / "logs"), str(job / "status"), str(paths["outputs"])], UID, GID)
+    job_files.copy_tree(str(code), str(paths["work"]), UID, GID)
+    (job / "rank.sh").write_text("#!/bin/bash\n")
+    return paths
+
+
+def test_make_directories_creates_only_what_is_missing(tmp_path: Path) -> None:
+    existing = tmp_path / "a"
+    existing.mkdir()
+    created = job_files.make_directories([str(existing), str(tmp_path / "b" / "c")], UID, GID)
+    assert created == [str(tmp_path / "b" / "c")]
+    assert oct((tmp_path / "b" / "c").stat().st_mode & 0o777) == "0o750"
+
+
+def test_copy_tree_keeps_times_and_links_and_never_overwrites(tmp_path: Path) -> None:
+    paths = job_layout(tmp_path)
+    work = paths["work"]
+    assert (work / "link.py").is_symlink()
+    assert (work / "train.py").stat().st_mtime < time.time() - 1000
+    (work / "train.py").write_text("changed\n")
+    assert job_files.copy_tree(str(tmp_path / "code"), str(work), UID, GID) is False
+    assert (work / "train.py").read_text() == "changed\n"
+
+
+def test_job_files_on_a_worker_are_wrapper_logs_and_status(tmp_path: Path) -> None:
+    paths = job_layout(tmp_path)
+    job = paths["job"]
+    (job / "logs" / "rank-1.log").write_text("x\n")
+    (job / "status" / "rank-1.json").write_text("{}\n")
+    (job / "hostfile").write_text("a\n")
+    (paths["outputs"] / "model.pt").write_text("w")
+    found = job_files.job_files(str(job), str(paths["work"]), str(paths["outputs"]), outputs=False, launcher=False)
+    assert sorted(os.path.relpath(path, job) for path in found) == ["logs/rank-1.log", "rank.sh", "status/rank-1.json"]
+
+
+def test_job_files_with_outputs_take_only_what_the_ranks_wrote(tmp_path: Path) -> None:
+    paths = job_layout(tmp_path)
+    job = paths["job"]
+    for name in ("hostfile", "launch.sh"):
+        (job / name).write_text("x\n")
+    (paths["outputs"] / "model.pt").write_text("w")
+    time.sleep(0.01)
+    (paths["work"] / "model.pt").write_text("saved by the script\n")
+    (paths["work"] / ".hidden").write_text("h\n")
+    found = job_files.job_files(str(job), str(paths["work"]), str(paths["outputs"]), outputs=True, launcher=True)
+    assert sorted(os.path.relpath(path, job) for path in found) == [
+        "hostfile", "launch.sh", "outputs/model.pt", "rank.sh", "work/.hidden", "work/model.pt",
+    ]
+
+
+def test_pack_names_members_relative_to_the_job(tmp_path: Path) -> None:
+    paths = job_layout(tmp_path)
+    job = paths["job"]
+    (job / "logs" / "rank-0.log").write_text("12345\n")
+    archive = tmp_path / "collect.tar"
+    size = job_files.pack(str(job), [str(job / "rank.sh"), str(job / "logs" / "rank-0.log")], str(archive))
+    with tarfile.open(archive) as opened:
+        assert opened.getnames() == ["rank.sh", "logs/rank-0.log"]
+    assert size == len("#!/bin/bash\n") + len("12345\n")
