@@ -20,7 +20,12 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "outputs": {"type": "bool", "default": False},
     "launcher": {"type": "bool", "default": False},
     "dest": {"type": "path", "required": True},
+    "worker_container": {"type": "str"},
+    "worker_pid_file": {"type": "path"},
 }
+
+
+PACK_ARGS = ("job_dir", "work_dir", "output_dir", "outputs", "launcher", "worker_container", "worker_pid_file")
 
 
 class ActionModule(ActionBase):
@@ -40,7 +45,7 @@ class ActionModule(ActionBase):
             remote_archive = self._connection._shell.join_path(remote_tmp, "collect.tar")
             packed = self._execute_module(
                 module_name="multinode.training.job_pack",
-                module_args={key: args[key] for key in ("job_dir", "work_dir", "output_dir", "outputs", "launcher")}
+                module_args={key: args[key] for key in PACK_ARGS if args[key] is not None}
                 | {"dest": remote_archive, "owner": self._get_remote_user() or getpass.getuser()},
                 task_vars=task_vars or {},
             )
@@ -50,6 +55,8 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(remote_tmp, force=True)
         result.update(changed=True, files=members, bytes=packed["bytes"], dest=args["dest"])
+        if "worker" in packed:
+            result["worker"] = packed["worker"]
         return result
 
     def _bring_back(self, remote_archive: str, dest: str) -> int:

@@ -19,15 +19,20 @@ COLLECTED_DIRS = ("logs", "status")
 
 
 def make_directories(paths: Iterable[str], uid: int, gid: int, mode: int = 0o750) -> list[str]:
-    """Create the missing directories of ``paths`` (and their parents) owned by uid:gid; the ones created."""
+    """Create the missing directories of ``paths`` and of their parents, each owned by uid:gid with ``mode``; the
+    ones created, parents first."""
     created = []
     for path in paths:
-        if os.path.isdir(path):
-            continue
-        os.makedirs(path, mode=mode, exist_ok=True)
-        os.chown(path, uid, gid)
-        os.chmod(path, mode)
-        created.append(path)
+        missing = []
+        parent = os.path.abspath(path)
+        while not os.path.isdir(parent):
+            missing.append(parent)
+            parent = os.path.dirname(parent)
+        for directory in reversed(missing):  # parents first, each one owned and with the mode
+            os.mkdir(directory, mode)
+            os.chown(directory, uid, gid)
+            os.chmod(directory, mode)
+            created.append(directory)
     return created
 
 

@@ -85,6 +85,20 @@ def container_state(name: str, docker_socket: str) -> str:
     return f"{'running' if info['State']['Running'] else 'stopped'} {info['Image']}"
 
 
+def container_details(name: str, docker_socket: str) -> dict[str, Any]:
+    """How a container is: present, running, its exit code and whether the kernel's OOM killer stopped it."""
+    status, info = docker_get(docker_socket, f"/containers/{quote(name)}/json")
+    if status != 200:
+        return {"present": False, "running": False, "exit_code": None, "oom_killed": False, "error": _missing(status)}
+    state = info["State"]
+    return {
+        "present": True,
+        "running": bool(state.get("Running")),
+        "exit_code": state.get("ExitCode"),
+        "oom_killed": bool(state.get("OOMKilled")),
+    }
+
+
 def image_state(name: str, docker_socket: str) -> str:
     """The image id ``name`` (a tag) refers to, ``absent`` or ``no daemon``."""
     status, info = docker_get(docker_socket, f"/images/{quote(name, safe='')}/json")

@@ -53,6 +53,12 @@ options:
     description: Directory on the controller to unpack into (created).
     type: path
     required: true
+  worker_container:
+    description: Also report how this node's worker container came through the job (container runtime).
+    type: str
+  worker_pid_file:
+    description: Also report whether this node's worker sshd still runs, by its pid file (host runtime).
+    type: path
 """
 
 EXAMPLES = r"""
@@ -82,4 +88,9 @@ dest:
   returned: success
   type: str
   sample: runs/job-1/nodes/node1
+worker:
+  description: How the node's worker came through the job (see multinode.training.job_pack).
+  returned: when O(worker_container) or O(worker_pid_file) is given
+  type: dict
+  sample: {"what": "worker container", "present": true, "running": true, "exit_code": 0, "oom_killed": false}
 """

@@ -54,6 +54,16 @@ options:
   owner:
     description: User to give the tar file to (the connection's user, who fetches it).
     type: str
+  worker_container:
+    description: Also report how this node's worker container came through the job (container runtime).
+    type: str
+  worker_pid_file:
+    description: Also report whether this node's worker sshd still runs, by its pid file (host runtime).
+    type: path
+  docker_socket:
+    description: The Docker daemon's socket, for O(worker_container).
+    type: path
+    default: /var/run/docker.sock
 """
 
 EXAMPLES = r"""
@@ -78,6 +88,13 @@ bytes:
   returned: always
   type: int
   sample: 40960
+worker:
+  description:
+    - How the node's worker came through the job; C(what) says which. For a container, C(present), C(running),
+      C(exit_code) and C(oom_killed); for the host sshd, C(running).
+  returned: when O(worker_container) or O(worker_pid_file) is given
+  type: dict
+  sample: {"what": "worker container", "present": true, "running": true, "exit_code": 0, "oom_killed": false}
 """
 
 import os
@@ -85,7 +102,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import job_files
+from ansible_collections.multinode.training.plugins.module_utils import job_files, node_state
 
 
 def main() -> None:
@@ -98,6 +115,9 @@ def main() -> None:
             launcher=dict(type="bool", default=False),
             dest=dict(type="path", required=True),
             owner=dict(type="str"),
+            worker_container=dict(type="str"),
+            worker_pid_file=dict(type="path"),
+            docker_socket=dict(type="path", default="/var/run/docker.sock"),
         ),
         supports_check_mode=True,
     )
@@ -112,7 +132,13 @@ def main() -> None:
             user = pwd.getpwnam(params["owner"])
             os.chown(params["dest"], user.pw_uid, user.pw_gid)
         os.chmod(params["dest"], 0o600)
-    module.exit_json(changed=not module.check_mode, files=len(paths), bytes=size)
+    result = dict(changed=not module.check_mode, files=len(paths), bytes=size)
+    if params["worker_container"]:
+        details = node_state.container_details(params["worker_container"], params["docker_socket"])
+        result["worker"] = {"what": "worker container", **details}
+    elif params["worker_pid_file"]:
+        result["worker"] = {"what": "worker sshd", "running": node_state.process_state(params["worker_pid_file"]) == "running"}
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -10,16 +10,43 @@ record per line: started, epoch, node_exit, abort, cancel, launcher_exit), which
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from ansible_collections.multinode.training.plugins.module_utils import events, progress
+from ansible_collections.multinode.training.plugins.module_utils import events, progress, prune
 
 LIVE_LOG = "live.log"
 PROGRESS_FILE = "progress.jsonl"
 CANCEL_FILE = "cancel"
+SUMMARY_FILE = "summary.json"
+LATEST = "latest"
+# What an earlier run of the same job id left that would mislead watch, train() or job_wait.
+STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE)
+
+
+def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
+    """Make ``runs_dir/job_id`` the running job's directory: created, cleared of an earlier run's live files,
+    ``runs_dir/latest`` pointing at it, and only the newest ``keep`` runs left (0 keeps all). What changed."""
+    run_dir = runs_dir / job_id
+    changes = [] if run_dir.is_dir() else [f"created {run_dir}"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name in STALE_FILES:
+        if (run_dir / name).exists():
+            (run_dir / name).unlink()
+            changes.append(f"removed the earlier run's {name}")
+    latest = runs_dir / LATEST
+    if not latest.is_symlink() or os.readlink(latest) != job_id:
+        temporary = runs_dir / f".{LATEST}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(job_id)
+        temporary.replace(latest)
+        changes.append(f"{latest} -> {job_id}")
+    removed = prune.to_remove(prune.directories(str(runs_dir)), keep, frozenset([job_id]))
+    prune.remove(str(runs_dir), removed)
+    return changes + [f"removed the old run {name}" for name in removed]
 
 
 @dataclass

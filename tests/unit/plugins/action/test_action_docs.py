@@ -7,7 +7,7 @@ import importlib
 import pytest
 import yaml
 
-ACTIONS = ("job_wait", "job_collect")
+ACTIONS = ("job_wait", "job_collect", "run_start")
 
 
 @pytest.mark.parametrize("name", ACTIONS)

@@ -34,8 +34,9 @@ def test_make_directories_creates_only_what_is_missing(tmp_path: Path) -> None:
     existing = tmp_path / "a"
     existing.mkdir()
     created = job_files.make_directories([str(existing), str(tmp_path / "b" / "c")], UID, GID)
-    assert created == [str(tmp_path / "b" / "c")]
+    assert created == [str(tmp_path / "b"), str(tmp_path / "b" / "c")]
     assert oct((tmp_path / "b" / "c").stat().st_mode & 0o777) == "0o750"
+    assert oct((tmp_path / "b").stat().st_mode & 0o777) == "0o750", "a parent made on the way keeps the mode too"
 
 
 def test_copy_tree_keeps_times_and_links_and_never_overwrites(tmp_path: Path) -> None:

@@ -1,0 +1,39 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of multinode.training.run_start: the run's directory on the controller, before the job starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import start_run_dir
+
+ARGUMENT_SPEC: dict[str, Any] = {
+    "runs_dir": {"type": "path", "required": True},
+    "job_id": {"type": "str", "required": True},
+    "keep": {"type": "int", "default": 0},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(ARGUMENT_SPEC)
+
+    def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        if args["keep"] < 0:
+            raise AnsibleActionFail(f"keep must be 0 (keep all) or more, not {args['keep']}")
+        if self._task.check_mode:
+            return {**result, "changed": False, "skipped": True, "msg": "check mode: no run to start"}
+        changes = start_run_dir(Path(args["runs_dir"]), args["job_id"], args["keep"])
+        result.update(changed=bool(changes), changes=changes, run_dir=str(Path(args["runs_dir"]) / args["job_id"]))
+        return result

@@ -1,0 +1,66 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done on the controller by the action plugin plugins/action/run_start.py; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: run_start
+short_description: Make the controller's run directory ready for a job that is about to start
+description:
+  - Runs on the controller only; connects to no node.
+  - Creates O(runs_dir)C(/<job_id>), removes what an earlier run of the same job id left there that would mislead
+    (C(summary.json), C(live.log), C(progress.jsonl), a C(cancel) request), points O(runs_dir)C(/latest) at it, and
+    keeps the newest O(keep) runs (C(0) keeps all; the starting run is never removed).
+  - Its C(nodes/) directory is left alone; the job's collection writes over it.
+author:
+  - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode there is no job; the task is skipped.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  runs_dir:
+    description: The controller's directory of runs.
+    type: path
+    required: true
+  job_id:
+    description: The starting job's id, the name of its run directory.
+    type: str
+    required: true
+  keep:
+    description: How many of the newest runs to keep; C(0) keeps all.
+    type: int
+    default: 0
+"""
+
+EXAMPLES = r"""
+- name: Start the run's directory
+  multinode.training.run_start:
+    runs_dir: runs
+    job_id: 20261123-101500-torchrun
+    keep: 20
+"""
+
+RETURN = r"""
+run_dir:
+  description: The run's directory.
+  returned: success
+  type: str
+  sample: runs/20261123-101500-torchrun
+changes:
+  description: What was done, in words.
+  returned: success
+  type: list
+  elements: str
+  sample: ["created runs/20261123-101500-torchrun", "runs/latest -> 20261123-101500-torchrun"]
+"""
