@@ -9,7 +9,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-GENERATED = ["benchmarks/results/scale_bench.md", "benchmarks/results/iteration_bench.md"]
+GENERATED = [
+    "benchmarks/results/scale_bench.md",
+    "benchmarks/results/iteration_bench.md",
+    "benchmarks/results/api_overhead.md",
+]
 
 
 def embedded(name: str) -> str:
