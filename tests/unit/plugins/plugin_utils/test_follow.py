@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils import events
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import LIVE_LOG, PROGRESS_FILE, Follower
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
+    LIVE_LOG,
+    PROGRESS_FILE,
+    STALE_FILES,
+    Follower,
+    start_run_dir,
+)
 
 
 def started(rank: int, node: str) -> str:
@@ -172,3 +179,37 @@ def test_a_feed_without_records_writes_no_files(follower: Follower, tmp_path: Pa
 
     assert not (tmp_path / LIVE_LOG).exists()
     assert not (tmp_path / PROGRESS_FILE).exists()
+
+
+# start_run_dir (the run_start action)
+
+
+def test_start_run_dir_creates_it_and_points_latest_at_it(tmp_path: Path) -> None:
+    changes = start_run_dir(tmp_path, "job-1", keep=0)
+    assert (tmp_path / "job-1").is_dir()
+    assert (tmp_path / "latest").is_symlink() and (tmp_path / "latest").readlink() == Path("job-1")
+    assert len(changes) == 2
+    assert start_run_dir(tmp_path, "job-1", keep=0) == [], "a second start changes nothing"
+
+
+def test_start_run_dir_removes_what_an_earlier_run_of_the_id_left(tmp_path: Path) -> None:
+    run = tmp_path / "job-1"
+    (run / "nodes" / "node1").mkdir(parents=True)
+    (run / "nodes" / "node1" / "rank.sh").write_text("old\n")
+    for name in STALE_FILES:
+        (run / name).write_text("old\n")
+    start_run_dir(tmp_path, "job-1", keep=0)
+    assert sorted(path.name for path in run.iterdir()) == ["nodes"]
+    assert (run / "nodes" / "node1" / "rank.sh").exists(), "collected files are left for the collection to overwrite"
+
+
+def test_start_run_dir_moves_latest_and_keeps_the_newest_runs(tmp_path: Path) -> None:
+    for index, name in enumerate(["a", "b", "c"]):
+        (tmp_path / name).mkdir()
+        stamp = time.time() - 100 + index
+        os.utime(tmp_path / name, (stamp, stamp))
+    (tmp_path / "latest").symlink_to("c")
+    changes = start_run_dir(tmp_path, "d", keep=2)
+    assert (tmp_path / "latest").readlink() == Path("d")
+    assert sorted(path.name for path in tmp_path.iterdir() if not path.is_symlink()) == ["c", "d"]
+    assert "removed the old run a" in changes and "removed the old run b" in changes
