@@ -9,6 +9,7 @@ import queue
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,7 @@ def train(
     variables = {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)}
     deliver = on_event or (lambda record: None)
     wanted = threading.Event()
+    started = time.time()
 
     def on_record(record: Record) -> None:
         # A cancel asked for before the job started is passed on once it runs (the job clears old requests).
@@ -177,7 +179,7 @@ def train(
     session = _Session(on_record)
     runner = session.run(
         "train.yml", inventory, variables, check=False, collection_dir=find_collection(collection_dir),
-        progress=ProgressReader(run_dir / PROGRESS_FILE), on_interrupt=on_interrupt,
+        progress=ProgressReader(run_dir / PROGRESS_FILE, not_before=started), on_interrupt=on_interrupt,
     )
     summary_file = run_dir / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else None

@@ -145,11 +145,21 @@ class ProgressReader:
     """Reads the records the job_wait action appends to a run's ``progress.jsonl`` while the job runs."""
 
     path: Path
+    not_before: float = 0.0  # a file last written before this (an earlier run of the same job id) is not read
     offset: int = 0
+    inode: int | None = None
     started: set[int] = field(default_factory=set)
 
     def __call__(self) -> list[Record]:
-        """The records appended since the last call (complete lines only)."""
+        """The records appended since the last call (complete lines only); a new file is read from its start."""
+        try:
+            info = self.path.stat()
+        except OSError:
+            return []
+        if info.st_mtime < self.not_before:
+            return []
+        if info.st_ino != self.inode or info.st_size < self.offset:
+            self.inode, self.offset = info.st_ino, 0
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self.offset)

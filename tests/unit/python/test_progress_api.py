@@ -244,3 +244,15 @@ def test_watch_command_exit_code_follows_the_status(tmp_path: Path, status: str,
     write_summary(tmp_path, job_id="job-10", status=status)
 
     assert main(["watch", str(tmp_path)]) == code
+
+
+def test_progress_reader_skips_an_earlier_runs_file_and_reads_the_new_one_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "progress.jsonl"
+    path.write_text('{"kind": "epoch", "rank": 0, "node": "node1", "epoch": 9, "loss": 0.1}\n' * 3)
+    os.utime(path, (100.0, 100.0))
+    reader = ProgressReader(path, not_before=200.0)
+    assert reader() == [], "an earlier run's records are not replayed"
+    path.unlink()
+    path.write_text('{"kind": "epoch", "rank": 0, "node": "node1", "epoch": 1, "loss": 0.5}\n')
+    records = reader()
+    assert [record.epoch for record in records if isinstance(record, Progress)] == [1]
