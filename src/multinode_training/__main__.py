@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("watch", "cancel"), help="follow the job's logs until it ends, or stop it")
     parser.add_argument("run", nargs="?", default="latest", help="run directory or name in --runs-dir (default: latest)")
     parser.add_argument("--runs-dir", default="runs", help="where the runs are (default: ./runs)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     run_dir = run_dir_of(args.run, args.runs_dir)
     if not run_dir.is_dir():
         parser.error(f"no run at {run_dir}")

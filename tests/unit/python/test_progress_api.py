@@ -256,3 +256,11 @@ def test_progress_reader_skips_an_earlier_runs_file_and_reads_the_new_one_from_i
     path.write_text('{"kind": "epoch", "rank": 0, "node": "node1", "epoch": 1, "loss": 0.5}\n')
     records = reader()
     assert [record.epoch for record in records if isinstance(record, Progress)] == [1]
+
+
+def test_the_run_may_follow_the_options(tmp_path: Path) -> None:
+    run = tmp_path / "job-1"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"job_id": "job-1", "status": "succeeded", "failure_reasons": []}))
+    assert main(["watch", "--runs-dir", str(tmp_path), "job-1"]) == 0
+    assert main(["--runs-dir", str(tmp_path), "watch", "job-1"]) == 0
