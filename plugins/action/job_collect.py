@@ -9,9 +9,9 @@ import tarfile
 import tempfile
 from typing import Any
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "job_dir": {"type": "path", "required": True},
@@ -34,23 +34,19 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
-        args = validation.validated_parameters
+        args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to collect"}
         remote_tmp = self._make_tmp_path()
         try:
             remote_archive = self._connection._shell.join_path(remote_tmp, "collect.tar")
-            packed = self._execute_module(
-                module_name="multinode.training.job_pack",
-                module_args={key: args[key] for key in PACK_ARGS if args[key] is not None}
+            packed = execute(
+                self,
+                "multinode.training.job_pack",
+                task_vars or {},
+                {key: args[key] for key in PACK_ARGS if args[key] is not None}
                 | {"dest": remote_archive, "owner": self._get_remote_user() or getpass.getuser()},
-                task_vars=task_vars or {},
             )
-            if packed.get("failed"):
-                raise AnsibleActionFail(f"multinode.training.job_pack: {packed.get('msg', 'failed')}")
             members = self._bring_back(remote_archive, args["dest"])
         finally:
             self._remove_tmp_path(remote_tmp, force=True)

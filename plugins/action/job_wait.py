@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower
 
 display = Display()
@@ -36,10 +35,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
-        args = validation.validated_parameters
+        args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to follow"}
         run_dir = Path(args["run_dir"])
@@ -67,14 +63,13 @@ class ActionModule(ActionBase):
         while True:
             polled = time.monotonic()
             stop = not cancelled and cancel_file.exists()
-            status = self._module("multinode.training.job_status", task_vars, job_dir=args["job_dir"], offsets=offsets,
-                                  stop=stop, check_pid=args["check_pid"])
+            status = execute(self, "multinode.training.job_status", task_vars,
+                             {"job_dir": args["job_dir"], "offsets": offsets, "stop": stop, "check_pid": args["check_pid"]})
             if stop:
                 cancelled = True
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
             offsets = dict(status["offsets"])
-            for line in follower.feed(status["chunks"]):
-                display.display(f"[{follower.run_dir.name}] {line}")
+            self._show(follower, status["chunks"])
             if follower.ended:
                 return "launcher_exit", cancelled
             gone = status.get("launcher_running") is False
@@ -83,18 +78,17 @@ class ActionModule(ActionBase):
                 gone = not self._container_running(args["container"], task_vars)
             if gone or polled >= deadline:
                 # What the launcher wrote in its last moments.
-                last = self._module("multinode.training.job_status", task_vars, job_dir=args["job_dir"], offsets=offsets)
-                for line in follower.feed(last["chunks"]):
-                    display.display(f"[{follower.run_dir.name}] {line}")
+                last = execute(self, "multinode.training.job_status", task_vars, {"job_dir": args["job_dir"], "offsets": offsets})
+                self._show(follower, last["chunks"])
                 return ("not_running" if gone else "timeout"), cancelled
             time.sleep(max(0.0, args["poll"] - (time.monotonic() - polled)))
 
-    def _container_running(self, name: str, task_vars: dict[str, Any]) -> bool:
-        info = self._module("community.docker.docker_container_info", task_vars, name=name)
-        return bool(info.get("exists") and info["container"]["State"]["Running"])
+    @staticmethod
+    def _show(follower: Follower, chunks: dict[str, str]) -> None:
+        """Feed the job's new log text to ``follower`` and show the progress lines it makes of it."""
+        for line in follower.feed(chunks):
+            display.display(f"[{follower.run_dir.name}] {line}")
 
-    def _module(self, module: str, task_vars: dict[str, Any], **module_args: Any) -> dict[str, Any]:
-        found = self._execute_module(module_name=module, module_args=module_args, task_vars=task_vars)
-        if found.get("failed"):
-            raise AnsibleActionFail(f"{module}: {found.get('msg', 'failed')}")
-        return found
+    def _container_running(self, name: str, task_vars: dict[str, Any]) -> bool:
+        info = execute(self, "community.docker.docker_container_info", task_vars, {"name": name})
+        return bool(info.get("exists") and info["container"]["State"]["Running"])

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.errors import AnsibleUndefinedVariable
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.multinode.training.plugins.action.preflight import ROLES_DIR, plain
-from ansible_collections.multinode.training.plugins.plugin_utils import preflight
+from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values
 from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import PROVISIONING_ROLES, inputs_hash
 
 # The image tarball the container_runtime role loads: its size and time stand for its content.
@@ -25,22 +24,17 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         if not args.get("inputs"):
             roles = args.get("roles") or list(PROVISIONING_ROLES)
-            args["inputs"] = inputs_hash(self._values(roles, task_vars), self._tarball(task_vars))
+            args["inputs"] = inputs_hash(self._values(self._loader, roles, task_vars), self._tarball(task_vars))
         return self._execute_module(module_name="multinode.training.node_state", module_args=args, task_vars=task_vars)
 
-    def _values(self, roles: list[str], task_vars: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _values(loader: Any, roles: list[str], task_vars: dict[str, Any]) -> dict[str, Any]:
         """The provisioning roles' variables and the cluster facts this host has, templated."""
-        options = preflight.merge_options(
-            plain(self._loader.load_from_file(str(ROLES_DIR / role / "meta" / "argument_specs.yml")) or {}) for role in roles
-        )
         host_vars = task_vars["hostvars"][task_vars["inventory_hostname"]]
-        names = set(options) | {name for name in host_vars if str(name).startswith("cluster_")}
-        values = {}
-        for name in sorted(names):
-            try:
-                values[name] = plain(host_vars[name])
-            except (AnsibleUndefinedVariable, KeyError):
-                continue
+        names = set(role_options(loader, roles)) | {name for name in host_vars if str(name).startswith("cluster_")}
+        values, problems = set_values(host_vars, names)
+        if problems:
+            raise AnsibleActionFail("; ".join(map(str, problems)))
         return values
 
     def _tarball(self, task_vars: dict[str, Any]) -> str | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
@@ -26,6 +27,29 @@ def plain(value: Any) -> Any:
     return value
 
 
+def role_options(loader: Any, roles: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The options of the roles' argument specs (every entry point), as one name -> spec mapping."""
+    paths = (ROLES_DIR / role / "meta" / "argument_specs.yml" for role in roles)
+    return preflight.merge_options(plain(loader.load_from_file(str(path))) if path.is_file() else {} for path in paths)
+
+
+def set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[preflight.Problem]]:
+    """The variables of ``names`` this host sets (inventory, group or extra vars), templated. A template that
+    needs a fact gathered later is left to the role; any other template error is a problem."""
+    values: dict[str, Any] = {}
+    problems = []
+    for name in sorted(names):
+        if name not in host_vars:
+            continue
+        try:
+            values[name] = plain(host_vars[name])
+        except AnsibleUndefinedVariable:
+            continue
+        except AnsibleError as error:
+            problems.append(preflight.Problem(name, f"cannot be templated: {error.message}"))
+    return values, problems
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -36,11 +60,11 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         roles = self._task.args.get("roles") or list(preflight.RUN_ROLES)
         groups = (self._task.args.get("launcher_group", "launcher"), self._task.args.get("workers_group", "workers"))
-        options = preflight.merge_options(self._load_yaml(ROLES_DIR / role / "meta" / "argument_specs.yml") for role in roles)
+        options = role_options(self._loader, roles)
         hostvars = task_vars["hostvars"]
         hosts = list(task_vars.get("ansible_play_hosts_all") or [])
         names = set(options) | set(preflight.NAMED_RULES)
-        values = {host: self._set_values(hostvars[host], names) for host in hosts}
+        values = {host: set_values(hostvars[host], names) for host in hosts}
 
         found: list[tuple[str, preflight.Problem]] = []
         for host, (host_values, template_problems) in values.items():
@@ -63,26 +87,6 @@ class ActionModule(ActionBase):
         else:
             result["msg"] = f"{len(hosts)} hosts, every input valid"
         return result
-
-    def _load_yaml(self, path: Path) -> dict[str, Any]:
-        return plain(self._loader.load_from_file(str(path))) if path.is_file() else {}
-
-    @staticmethod
-    def _set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[preflight.Problem]]:
-        """The variables of ``names`` this host sets (inventory, group or extra vars), templated. A template that
-        needs a fact gathered later is left to the role; any other template error is a problem."""
-        values: dict[str, Any] = {}
-        problems = []
-        for name in sorted(names):
-            if name not in host_vars:
-                continue
-            try:
-                values[name] = plain(host_vars[name])
-            except AnsibleUndefinedVariable:
-                continue
-            except AnsibleError as error:
-                problems.append(preflight.Problem(name, f"cannot be templated: {error.message}"))
-        return values, problems
 
     @staticmethod
     def _entries(hostvars: Any, hosts: list[str], values: dict[str, Any], ssh_port: int) -> list[preflight.HostEntry]:

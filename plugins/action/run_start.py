@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.multinode.training.plugins.module_utils.prune import keep_error
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import start_run_dir
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -26,12 +26,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("; ".join(validation.error_messages))
-        args = validation.validated_parameters
-        if args["keep"] < 0:
-            raise AnsibleActionFail(f"keep must be 0 (keep all) or more, not {args['keep']}")
+        args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
+        if error := keep_error(args["keep"]):
+            raise AnsibleActionFail(error)
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no run to start"}
         changes = start_run_dir(Path(args["runs_dir"]), args["job_id"], args["keep"])

@@ -15,6 +15,11 @@ class Entry:
     mtime: float
 
 
+def keep_error(keep: int) -> str | None:
+    """Why ``keep`` is not a number of runs to keep (0 keeps all), or None."""
+    return f"keep must be 0 (keep all) or more, not {keep}" if keep < 0 else None
+
+
 def to_remove(entries: list[Entry], keep: int, protected: frozenset[str] = frozenset()) -> list[str]:
     """The names beyond the newest ``keep`` (0 keeps all). Protected names (the run in progress) are never removed
     and count towards ``keep``. Newest by modification time, then by name (job ids start with their date)."""

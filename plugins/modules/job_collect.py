@@ -20,6 +20,7 @@ author:
   - multinode.training team
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - multinode.training.job_files
 attributes:
   check_mode:
     support: full
@@ -29,36 +30,10 @@ attributes:
   platform:
     platforms: posix
 options:
-  job_dir:
-    description: The job's directory on the node.
-    type: path
-    required: true
-  work_dir:
-    description: The ranks' working directory.
-    type: path
-    required: true
-  output_dir:
-    description: The job's C(OUTPUT_DIR).
-    type: path
-    required: true
-  outputs:
-    description: Also collect the output directory and what the ranks wrote in O(work_dir).
-    type: bool
-    default: false
-  launcher:
-    description: This is the launcher node (its hostfile and launch script are collected).
-    type: bool
-    default: false
   dest:
     description: Directory on the controller to unpack into (created).
     type: path
     required: true
-  worker_container:
-    description: Also report how this node's worker container came through the job (container runtime).
-    type: str
-  worker_pid_file:
-    description: Also report whether this node's worker sshd still runs, by its pid file (host runtime).
-    type: path
 """
 
 EXAMPLES = r"""

@@ -18,6 +18,7 @@ author:
   - multinode.training team
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - multinode.training.job_files
 attributes:
   check_mode:
     support: full
@@ -27,26 +28,6 @@ attributes:
   platform:
     platforms: posix
 options:
-  job_dir:
-    description: The job's directory on the node.
-    type: path
-    required: true
-  work_dir:
-    description: The ranks' working directory (the job's copy of the code).
-    type: path
-    required: true
-  output_dir:
-    description: The job's C(OUTPUT_DIR).
-    type: path
-    required: true
-  outputs:
-    description: Also pack the output directory and what the ranks wrote in O(work_dir).
-    type: bool
-    default: false
-  launcher:
-    description: This is the launcher node (its hostfile and launch script are packed).
-    type: bool
-    default: false
   dest:
     description: The tar file to write.
     type: path
@@ -54,12 +35,6 @@ options:
   owner:
     description: User to give the tar file to (the connection's user, who fetches it).
     type: str
-  worker_container:
-    description: Also report how this node's worker container came through the job (container runtime).
-    type: str
-  worker_pid_file:
-    description: Also report whether this node's worker sshd still runs, by its pid file (host runtime).
-    type: path
   docker_socket:
     description: The Docker daemon's socket, for O(worker_container).
     type: path

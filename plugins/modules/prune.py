@@ -77,8 +77,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     path, keep = module.params["path"], module.params["keep"]
-    if keep < 0:
-        module.fail_json(msg=f"keep must be 0 (keep all) or more, not {keep}")
+    if error := prune.keep_error(keep):
+        module.fail_json(msg=error)
     entries = prune.directories(path)
     removed = prune.to_remove(entries, keep, frozenset(module.params["protect"]))
     if not module.check_mode:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from multinode_training.api import LIVE_LOG, cancel
+from multinode_training.api import LIVE_LOG, SUMMARY_FILE, cancel
 
 POLL_SECONDS = 0.5
 
@@ -30,7 +30,7 @@ def watch(run_dir: Path, out: TextIO | None = None, poll: float = POLL_SECONDS) 
     """Print the job's live log (every rank's lines, prefixed with rank and node) as it grows, until its summary
     exists; then print its status and return it. ``out`` defaults to the current ``sys.stdout``."""
     out = out or sys.stdout
-    summary_file = run_dir / "summary.json"
+    summary_file = run_dir / SUMMARY_FILE
     offset = 0
     while True:
         ended = summary_file.exists()

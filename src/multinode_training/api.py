@@ -25,6 +25,7 @@ POLL_SECONDS = 0.25
 PROGRESS_FILE = "progress.jsonl"
 LIVE_LOG = "live.log"
 CANCEL_FILE = "cancel"
+SUMMARY_FILE = "summary.json"
 COLLECTION_PARTS = ("ansible_collections", "multinode", "training")
 
 
@@ -181,7 +182,7 @@ def train(
         "train.yml", inventory, variables, check=False, collection_dir=find_collection(collection_dir),
         progress=ProgressReader(run_dir / PROGRESS_FILE, not_before=started), on_interrupt=on_interrupt,
     )
-    summary_file = run_dir / "summary.json"
+    summary_file = run_dir / SUMMARY_FILE
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
     if summary:
         status = summary["status"]
@@ -197,7 +198,7 @@ def cancel(run: str | os.PathLike[str]) -> bool:
     Returns False when the run has already ended (its summary exists) and there is nothing to stop.
     """
     run_dir = Path(run).expanduser().resolve()
-    if (run_dir / "summary.json").exists():
+    if (run_dir / SUMMARY_FILE).exists():
         return False
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CANCEL_FILE).touch()

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.multinode.training.plugins.plugin_utils import follow
 
+from multinode_training import api
 from multinode_training.__main__ import main, run_dir_of, watch
 from multinode_training.records import JobEvent, Progress, ProgressReader, RankStarted
 
@@ -264,3 +266,8 @@ def test_the_run_may_follow_the_options(tmp_path: Path) -> None:
     (run / "summary.json").write_text(json.dumps({"job_id": "job-1", "status": "succeeded", "failure_reasons": []}))
     assert main(["watch", "--runs-dir", str(tmp_path), "job-1"]) == 0
     assert main(["--runs-dir", str(tmp_path), "watch", "job-1"]) == 0
+
+
+def test_the_api_names_the_run_files_as_the_job_wait_action_writes_them() -> None:
+    files = ("PROGRESS_FILE", "LIVE_LOG", "CANCEL_FILE", "SUMMARY_FILE")
+    assert [getattr(api, name) for name in files] == [getattr(follow, name) for name in files]

@@ -1,0 +1,37 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The options of multinode.training.job_pack that multinode.training.job_collect passes on to it."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  job_dir:
+    description: The job's directory on the node.
+    type: path
+    required: true
+  work_dir:
+    description: The ranks' working directory (the job's copy of the code).
+    type: path
+    required: true
+  output_dir:
+    description: The job's C(OUTPUT_DIR).
+    type: path
+    required: true
+  outputs:
+    description: Also take the output directory and what the ranks wrote in O(work_dir) (newer than C(rank.sh)).
+    type: bool
+    default: false
+  launcher:
+    description: This is the launcher node (its hostfile and launch script are taken too).
+    type: bool
+    default: false
+  worker_container:
+    description: Also report how this node's worker container came through the job (container runtime).
+    type: str
+  worker_pid_file:
+    description: Also report whether this node's worker sshd still runs, by its pid file (host runtime).
+    type: path
+"""

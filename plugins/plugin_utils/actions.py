@@ -1,0 +1,17 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the collection's action plugins share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+
+def execute(action: ActionBase, module: str, task_vars: dict[str, Any], module_args: dict[str, Any]) -> dict[str, Any]:
+    """Run ``module`` on the action's host; its result, or AnsibleActionFail naming the module when it failed."""
+    found = action._execute_module(module_name=module, module_args=module_args, task_vars=task_vars)
+    if found.get("failed"):
+        raise AnsibleActionFail(f"{module}: {found.get('msg', 'failed')}")
+    return found
