@@ -22,10 +22,14 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "dest": {"type": "path", "required": True},
     "worker_container": {"type": "str"},
     "worker_pid_file": {"type": "path"},
+    "launcher_container": {"type": "str"},
+    "launcher_stop_wait": {"type": "int", "default": 30},
+    "keep_jobs": {"type": "int"},
 }
 
 
-PACK_ARGS = ("job_dir", "work_dir", "output_dir", "outputs", "launcher", "worker_container", "worker_pid_file")
+PACK_ARGS = tuple(name for name in ARGUMENT_SPEC if name != "dest")
+REPORTED = ("worker", "launcher", "pruned", "warnings")
 
 
 class ActionModule(ActionBase):
@@ -51,8 +55,7 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(remote_tmp, force=True)
         result.update(changed=True, files=members, bytes=packed["bytes"], dest=args["dest"])
-        if "worker" in packed:
-            result["worker"] = packed["worker"]
+        result.update({key: packed[key] for key in REPORTED if key in packed})
         return result
 
     def _bring_back(self, remote_archive: str, dest: str) -> int:

@@ -63,8 +63,10 @@ class ActionModule(ActionBase):
         while True:
             polled = time.monotonic()
             stop = not cancelled and cancel_file.exists()
+            # The module reads for a poll period on the node and returns early when the launcher ends.
             status = execute(self, "multinode.training.job_status", task_vars,
-                             {"job_dir": args["job_dir"], "offsets": offsets, "stop": stop, "check_pid": args["check_pid"]})
+                             {"job_dir": args["job_dir"], "offsets": offsets, "stop": stop, "check_pid": args["check_pid"],
+                              "wait": 0 if stop else args["poll"]})
             if stop:
                 cancelled = True
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
@@ -81,7 +83,6 @@ class ActionModule(ActionBase):
                 last = execute(self, "multinode.training.job_status", task_vars, {"job_dir": args["job_dir"], "offsets": offsets})
                 self._show(follower, last["chunks"])
                 return ("not_running" if gone else "timeout"), cancelled
-            time.sleep(max(0.0, args["poll"] - (time.monotonic() - polled)))
 
     @staticmethod
     def _show(follower: Follower, chunks: dict[str, str]) -> None:

@@ -34,4 +34,19 @@ options:
   worker_pid_file:
     description: Also report whether this node's worker sshd still runs, by its pid file (host runtime).
     type: path
+  launcher_container:
+    description:
+      - The job's launcher container on this node. It is waited for until it stopped (at most
+        O(launcher_stop_wait) seconds), so its last log lines are packed; how it ended is reported in RV(launcher),
+        then it is removed (stopped first if it still runs).
+    type: str
+  launcher_stop_wait:
+    description: Seconds to wait for O(launcher_container) to stop.
+    type: int
+    default: 30
+  keep_jobs:
+    description:
+      - After packing, keep the newest O(keep_jobs) job directories beside O(job_dir) (this job's always among
+        them) and remove the others, as multinode.training.prune does. Unset, nothing is removed.
+    type: int
 """

@@ -13,8 +13,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
 
-def ensure_content(module: AnsibleModule, path: str, content: str) -> dict[str, Any]:
-    """Make the file at ``path`` hold ``content`` and have the module's file attributes (mode, owner...).
+def ensure_content(module: AnsibleModule, path: str, content: str, file_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Make the file at ``path`` hold ``content`` and have the module's file attributes (mode, owner...), or those
+    of ``file_args`` (the module's parameters with other values).
 
     Honours check mode. Returns ``changed`` and, in diff mode, ``diff``, to merge into the module's result.
     """
@@ -25,7 +26,8 @@ def ensure_content(module: AnsibleModule, path: str, content: str) -> dict[str, 
         _write_atomically(module, path, wanted)
     if os.path.exists(path):
         # In check mode this only reports whether mode/owner/... would change.
-        changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(module.params), changed)
+        attributes = module.load_file_common_arguments(file_args or module.params, path=path)
+        changed = module.set_fs_attributes_if_different(attributes, changed)
     result: dict[str, Any] = {"changed": changed}
     if module._diff:
         result["diff"] = dict(

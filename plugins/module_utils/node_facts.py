@@ -189,6 +189,20 @@ def _value_after(tokens: list[str], key: str) -> str | None:
     return values[0] if values else None
 
 
+def parse_ipv4_addresses(text: str) -> dict[str, list[str]]:
+    """Each interface's IPv4 addresses (without prefix length) from ``ip -o -4 addr show`` output, whose lines read
+    ``2: eth0    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0 ...``."""
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        tokens = line.split()
+        if len(tokens) < 4 or "inet" not in tokens:
+            continue
+        address = _value_after(tokens, "inet")
+        if address:
+            found.setdefault(tokens[1].split("@")[0], []).append(address.split("/")[0])
+    return found
+
+
 def parse_route_get(text: str) -> dict[str, Any]:
     """Interface, source address and gateway from ``ip -o route get ADDRESS`` output.
 

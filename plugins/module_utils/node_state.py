@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import socket
+import time
 from urllib.parse import quote
 from typing import Any, Iterable, Mapping
 
@@ -58,23 +59,33 @@ def tree_state(root: str) -> str:
     return digest.hexdigest()
 
 
-def docker_get(docker_socket: str, path: str, timeout: float = 5.0) -> tuple[int, Any]:
-    """The status and JSON body of a GET on the Docker API; status 0 when the daemon does not answer."""
+def docker_request(
+    docker_socket: str, method: str, path: str, timeout: float = 5.0, body: Mapping[str, Any] | None = None
+) -> tuple[int, Any]:
+    """The status and JSON answer (None when empty) of a Docker API request with an optional JSON ``body``; status 0
+    when the daemon does not answer."""
     connection = _UnixConnection(docker_socket, timeout)
+    payload = None if body is None else json.dumps(body).encode()
+    headers = {} if payload is None else {"Content-Type": "application/json"}
     try:
-        connection.request("GET", path)
+        connection.request(method, path, body=payload, headers=headers)
         response = connection.getresponse()
-        body = response.read()
+        answer = response.read()
     except (OSError, http.client.HTTPException):
         return 0, None
     finally:
         connection.close()
-    if response.status != 200:
+    if not answer:
         return response.status, None
     try:
-        return 200, json.loads(body)
-    except ValueError:
-        return -1, None
+        return response.status, json.loads(answer)
+    except ValueError:  # a plain-text error keeps its status; a success must be JSON
+        return (-1 if response.status in (200, 201) else response.status), None
+
+
+def docker_get(docker_socket: str, path: str, timeout: float = 5.0) -> tuple[int, Any]:
+    """The status and JSON body of a GET on the Docker API; status 0 when the daemon does not answer."""
+    return docker_request(docker_socket, "GET", path, timeout)
 
 
 def container_state(name: str, docker_socket: str) -> str:
@@ -97,6 +108,42 @@ def container_details(name: str, docker_socket: str) -> dict[str, Any]:
         "exit_code": state.get("ExitCode"),
         "oom_killed": bool(state.get("OOMKilled")),
     }
+
+
+def stopped_container(name: str, docker_socket: str, wait_seconds: float, interval: float = 0.1) -> dict[str, Any]:
+    """``container_details`` once the container stopped, or once ``wait_seconds`` passed with it still running."""
+    deadline = time.monotonic() + wait_seconds
+    details = container_details(name, docker_socket)
+    while details["running"] and time.monotonic() < deadline:
+        time.sleep(interval)
+        details = container_details(name, docker_socket)
+    return details
+
+
+def remove_container(name: str, docker_socket: str) -> bool:
+    """Remove the container (stopping it first if it runs); whether there was one to remove."""
+    status, _ = docker_request(docker_socket, "DELETE", f"/containers/{quote(name)}?force=1", timeout=30.0)
+    if status not in (204, 404):
+        raise OSError(f"removing container {name}: Docker answered {_missing(status)}")
+    return status == 204
+
+
+def start_container(name: str, config: Mapping[str, Any], docker_socket: str) -> str:
+    """Create the container ``name`` from ``config`` (the Docker API's create body), replacing one of that name, and
+    start it; its id. OSError with the daemon's message when it refuses."""
+    remove_container(name, docker_socket)
+    status, created = docker_request(docker_socket, "POST", f"/containers/create?name={quote(name)}", 30.0, config)
+    if status != 201:
+        raise OSError(f"creating container {name}: {_refusal(status, created)}")
+    status, answer = docker_request(docker_socket, "POST", f"/containers/{created['Id']}/start", 30.0)
+    if status not in (204, 304):
+        raise OSError(f"starting container {name}: {_refusal(status, answer)}")
+    return str(created["Id"])
+
+
+def _refusal(status: int, answer: Any) -> str:
+    message = answer.get("message") if isinstance(answer, dict) else None
+    return f"{_missing(status)}: {message}" if message else _missing(status)
 
 
 def image_state(name: str, docker_socket: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -66,6 +67,33 @@ def read_new_text(logs_dir: str, offsets: Mapping[str, int], max_bytes: int) -> 
         if complete:
             chunks[name] = Chunk(text=complete.decode("utf-8", errors="replace"), offset=start + len(complete))
     return chunks
+
+
+def launcher_ended(chunks: Mapping[str, Chunk]) -> bool:
+    """Whether the launch script's log text among ``chunks`` holds its exit event."""
+    chunk = chunks.get(LAUNCHER_LOG)
+    return chunk is not None and any(event.get("event") == events.LAUNCHER_EXIT for event in parse_events(chunk.text))
+
+
+def read_for(
+    logs_dir: str, offsets: Mapping[str, int], max_bytes: int, seconds: float, pid_file: str | None = None, interval: float = 0.05
+) -> dict[str, Chunk]:
+    """``read_new_text`` over ``seconds``: what was appended in that time, returned at once when the launcher logged
+    its exit, its process (by ``pid_file``) is gone, or a file has ``max_bytes`` waiting. So a follower that asks
+    every ``seconds`` sees the end of a job within ``interval``, not within its polling period."""
+    deadline = time.monotonic() + seconds
+    found: dict[str, Chunk] = {}
+    current = dict(offsets)
+    while True:
+        chunks = read_new_text(logs_dir, current, max_bytes)
+        for name, chunk in chunks.items():
+            found[name] = Chunk(found[name].text + chunk.text if name in found else chunk.text, chunk.offset)
+            current[name] = chunk.offset
+        full = any(len(chunk.text) >= max_bytes for chunk in found.values())
+        gone = pid_file is not None and process_running(pid_file) is False
+        if launcher_ended(chunks) or full or gone or time.monotonic() >= deadline:
+            return found
+        time.sleep(interval)
 
 
 def process_running(pid_file: str) -> bool | None:

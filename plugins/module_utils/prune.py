@@ -52,3 +52,13 @@ def directories(path: str) -> list[Entry]:
 def remove(path: str, names: list[str]) -> None:
     for name in names:
         shutil.rmtree(os.path.join(path, name))
+
+
+def prune(path: str, keep: int, protected: frozenset[str] = frozenset(), dry_run: bool = False) -> tuple[list[str], int]:
+    """Remove the subdirectories of ``path`` beyond the newest ``keep`` (see ``to_remove``); the names removed (to
+    be removed with ``dry_run``) and how many are kept."""
+    entries = directories(path)
+    removed = to_remove(entries, keep, protected)
+    if not dry_run:
+        remove(path, removed)
+    return removed, len(entries) - len(removed)

@@ -21,9 +21,11 @@ Pure Python (no Ansible imports) so it can be unit tested on its own.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal as signals
 from dataclasses import dataclass, field
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -362,3 +364,54 @@ def summarize(
     if extra is not None:
         summary["settings"] = extra
     return summary
+
+
+# Collected files that are the job's outputs: what the ranks wrote to OUTPUT_DIR or in their working directory.
+OUTPUT_DIRS = ("outputs", "work")
+
+
+def collected_outputs(run_dir: Path, node_names: list[str]) -> list[str]:
+    """Every collected output file, relative to ``run_dir``."""
+    found = []
+    for node in node_names:
+        for name in OUTPUT_DIRS:
+            base = run_dir / "nodes" / node / name
+            found += [str(path.relative_to(run_dir)) for path in sorted(base.rglob("*")) if path.is_file()]
+    return found
+
+
+def run_summary(params: dict[str, Any]) -> dict[str, Any]:
+    """The summary of the run collected under ``params["run_dir"]`` (the options of multinode.training.run_summary)."""
+    run_dir = Path(params["run_dir"])
+    provision = params["phase_stats"].get("provision", {})
+    summary = summarize(
+        read_run_dir(run_dir, params["node_names"]),
+        job_id=params["job_id"],
+        launcher=params["launcher"],
+        nodes=params["nodes"],
+        node_names=params["node_names"],
+        world_size=params["world_size"],
+        launcher_exit_code=params["launcher_exit_code"],
+        timed_out=params["timed_out"],
+        worker_states=params["worker_states"],
+        provision_seconds=provision.get("seconds"),
+        provision_changed=provision.get("changed"),
+        extra=params["settings"],
+    )
+    summary.update(
+        job_name=params["job_name"] or None,
+        resumed_from=params["resumed_from"] or None,
+        outputs=collected_outputs(run_dir, params["node_names"]),
+    )
+    return summary
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` whole (a temporary file renamed over it), readable by all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)

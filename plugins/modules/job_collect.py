@@ -14,6 +14,9 @@ description:
   - Packs the job's files on the node into one tar file in the connection's temporary directory (with
     multinode.training.job_pack), fetches it and unpacks it into O(dest) on the controller, then removes the
     temporary directory. Member names are checked on unpacking (no absolute paths, nothing outside O(dest)).
+  - In the same call on the node it can wait for the launcher container to stop, report how it ended and remove it
+    (O(launcher_container)), and remove the oldest job directories (O(keep_jobs)); so what a job leaves behind is
+    tidied up in the one round trip that collects it.
   - What is packed is the rank wrapper, on the launcher node the hostfile and launch script, the logs and rank
     status files and, with O(outputs=true), the output directory and what the ranks wrote in their working directory.
 author:
@@ -68,4 +71,15 @@ worker:
   returned: when O(worker_container) or O(worker_pid_file) is given
   type: dict
   sample: {"what": "worker container", "present": true, "running": true, "exit_code": 0, "oom_killed": false}
+launcher:
+  description: How the launcher container ended, before it was removed (see multinode.training.job_pack).
+  returned: when O(launcher_container) is given
+  type: dict
+  sample: {"present": true, "running": false, "exit_code": 0, "oom_killed": false, "removed": true}
+pruned:
+  description: The job directories removed beside O(job_dir).
+  returned: when O(keep_jobs) is given
+  type: list
+  elements: str
+  sample: ["20261101-120000-torchrun"]
 """

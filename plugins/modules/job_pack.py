@@ -70,14 +70,28 @@ worker:
   returned: when O(worker_container) or O(worker_pid_file) is given
   type: dict
   sample: {"what": "worker container", "present": true, "running": true, "exit_code": 0, "oom_killed": false}
+launcher:
+  description:
+    - How the launcher container ended, before it was removed; C(running=true) means it was still running after
+      O(launcher_stop_wait) seconds (and was stopped by the removal).
+  returned: when O(launcher_container) is given
+  type: dict
+  sample: {"present": true, "running": false, "exit_code": 0, "oom_killed": false, "removed": true}
+pruned:
+  description: The job directories removed beside O(job_dir).
+  returned: when O(keep_jobs) is given
+  type: list
+  elements: str
+  sample: ["20261101-120000-torchrun"]
 """
 
 import os
 import pwd
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import job_files, node_state
+from ansible_collections.multinode.training.plugins.module_utils import job_files, node_state, prune
 
 
 def main() -> None:
@@ -92,11 +106,21 @@ def main() -> None:
             owner=dict(type="str"),
             worker_container=dict(type="str"),
             worker_pid_file=dict(type="path"),
+            launcher_container=dict(type="str"),
+            launcher_stop_wait=dict(type="int", default=30),
+            keep_jobs=dict(type="int"),
             docker_socket=dict(type="path", default="/var/run/docker.sock"),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if params["keep_jobs"] is not None and (error := prune.keep_error(params["keep_jobs"])):
+        module.fail_json(msg=error)
+    result: dict[str, Any] = {}
+    if params["launcher_container"]:
+        result["launcher"] = node_state.stopped_container(
+            params["launcher_container"], params["docker_socket"], params["launcher_stop_wait"]
+        )
     paths = job_files.job_files(
         params["job_dir"], params["work_dir"], params["output_dir"], outputs=params["outputs"], launcher=params["launcher"]
     )
@@ -107,13 +131,27 @@ def main() -> None:
             user = pwd.getpwnam(params["owner"])
             os.chown(params["dest"], user.pw_uid, user.pw_gid)
         os.chmod(params["dest"], 0o600)
-    result = dict(changed=not module.check_mode, files=len(paths), bytes=size)
+    result.update(changed=not module.check_mode, files=len(paths), bytes=size)
     if params["worker_container"]:
         details = node_state.container_details(params["worker_container"], params["docker_socket"])
         result["worker"] = {"what": "worker container", **details}
     elif params["worker_pid_file"]:
         result["worker"] = {"what": "worker sshd", "running": node_state.process_state(params["worker_pid_file"]) == "running"}
+    if not module.check_mode:
+        try:
+            _tidy_up(params, result)
+        except OSError as exc:  # the archive is still worth fetching: the logs say what happened to the job
+            module.warn(f"could not tidy up after packing: {exc}")
     module.exit_json(**result)
+
+
+def _tidy_up(params: dict[str, Any], result: dict[str, Any]) -> None:
+    """Remove the stopped launcher container and the oldest job directories, as asked."""
+    if params["launcher_container"]:
+        result["launcher"]["removed"] = node_state.remove_container(params["launcher_container"], params["docker_socket"])
+    if params["keep_jobs"] is not None:
+        jobs_dir, job_id = os.path.split(params["job_dir"].rstrip("/"))
+        result["pruned"] = prune.prune(jobs_dir, params["keep_jobs"], frozenset([job_id]))[0]
 
 
 if __name__ == "__main__":

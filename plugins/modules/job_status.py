@@ -44,6 +44,12 @@ options:
     description: Ask the launch script to stop the job.
     type: bool
     default: false
+  wait:
+    description:
+      - Keep reading for up to this many seconds and return everything appended meanwhile; return at once when the
+        launch script logs its exit (or, with O(check_pid=true), its process is gone). V(0) reads once.
+    type: float
+    default: 0
   check_pid:
     description:
       - Also say whether the launch script's process (its pid in O(job_dir)C(/launch.pid)) still runs. Only where the
@@ -86,7 +92,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.multinode.training.plugins.module_utils import events
-from ansible_collections.multinode.training.plugins.module_utils.progress import process_running, read_new_text
+from ansible_collections.multinode.training.plugins.module_utils.progress import process_running, read_for
 
 
 def main() -> None:
@@ -97,6 +103,7 @@ def main() -> None:
             max_bytes=dict(type="int", default=262144),
             stop=dict(type="bool", default=False),
             check_pid=dict(type="bool", default=False),
+            wait=dict(type="float", default=0),
         ),
         supports_check_mode=True,
     )
@@ -111,12 +118,16 @@ def main() -> None:
         if not module.check_mode:
             with open(stop_file, "w", encoding="utf-8"):
                 pass
-    chunks = read_new_text(logs_dir, module.params["offsets"], module.params["max_bytes"])
+    pid_file = os.path.join(job_dir, events.LAUNCH_PID_FILE)
+    chunks = read_for(
+        logs_dir, module.params["offsets"], module.params["max_bytes"], module.params["wait"],
+        pid_file if module.params["check_pid"] else None,
+    )
     offsets = {**module.params["offsets"], **{name: chunk.offset for name, chunk in chunks.items()}}
     result = dict(changed=changed, chunks={name: chunk.text for name, chunk in chunks.items()}, offsets=offsets)
     result["stopped"] = os.path.exists(stop_file)
     if module.params["check_pid"]:
-        result["launcher_running"] = process_running(os.path.join(job_dir, events.LAUNCH_PID_FILE))
+        result["launcher_running"] = process_running(pid_file)
     module.exit_json(**result)
 
 

@@ -54,7 +54,9 @@ options:
     type: int
     required: true
   poll:
-    description: Seconds between two reads of the logs.
+    description:
+      - Seconds each read of the logs lasts on the launcher node (multinode.training.job_status O(wait)); a read returns
+        at once when the launch script logs its exit, so the end of a job is seen within moments.
     type: float
     default: 1.0
   heartbeat:

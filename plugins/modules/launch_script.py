@@ -121,10 +121,17 @@ options:
     required: true
   hostfile_path:
     description:
-      - Path of the hostfile on the launcher node, written separately (see M(multinode.training.hostfile)) in the
-        dialect of the launcher. Not read by C(torchrun) and C(horovodrun), but still required.
+      - Path of the hostfile on the launcher node, in the dialect of the launcher. Not read by C(torchrun) and
+        C(horovodrun), but still required. Written by this module with O(hostfile_dialect), else separately (see
+        M(multinode.training.hostfile)).
     type: str
     required: true
+  hostfile_dialect:
+    description:
+      - Also write the hostfile of O(hosts) at O(hostfile_path) in this dialect (as M(multinode.training.hostfile)
+        does), with the script's O(owner) and O(group) and mode V(0640), in the same module run.
+    type: str
+    choices: [intelmpi, mpich, openmpi, deepspeed, horovod, ipexrun]
   ssh_port:
     description:
       - Port of the hosts' sshd.
@@ -270,12 +277,22 @@ argvs:
   type: list
   elements: list
   sample: [["mpiexec.hydra", "-n", "4", "-ppn", "2", "-f", "/work/jobs/job-2/hostfile", "python3", "train.py"]]
+hostfile:
+  description: The rendered hostfile.
+  returned: when O(hostfile_dialect) is set
+  type: str
+  sample: "10.0.0.1:2\n10.0.0.2:2\n"
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
-from ansible_collections.multinode.training.plugins.module_utils.hostfile import HOSTS_ARGUMENT_SPEC, normalize_hosts
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
+    DIALECTS,
+    HOSTS_ARGUMENT_SPEC,
+    normalize_hosts,
+    render_hostfile,
+)
 from ansible_collections.multinode.training.plugins.module_utils.launch import (
     DEEPSPEED_LAUNCHERS,
     HOROVOD_CONTROLLERS,
@@ -286,6 +303,8 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
 )
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
+
+HOSTFILE_MODE = "0640"
 
 # LaunchSpec's fields, as module options with the dataclass's defaults.
 SPEC_OPTIONS = dict(
@@ -333,6 +352,7 @@ def main() -> None:
             env_script=dict(type="path", default=""),
             stage_paths=dict(type="list", elements="path", default=[]),
             placeholders=dict(type="dict", default={}),
+            hostfile_dialect=dict(type="str", choices=list(DIALECTS)),
             **SPEC_OPTIONS,
         ),
         add_file_common_args=True,
@@ -349,10 +369,18 @@ def main() -> None:
             env_script=module.params["env_script"],
             stage_paths=module.params["stage_paths"],
         )
+        dialect = module.params["hostfile_dialect"]
+        hostfile = render_hostfile(spec.hosts, dialect) if dialect else None
     except ValueError as exc:  # LaunchError and HostfileError included
         module.fail_json(msg=str(exc))
 
-    module.exit_json(path=path, content=content, argvs=argvs, **ensure_content(module, path, content))
+    result = dict(path=path, content=content, argvs=argvs, **ensure_content(module, path, content))
+    if hostfile is not None:
+        result["hostfile"] = hostfile
+        hostfile_args = {**module.params, "path": module.params["hostfile_path"], "mode": HOSTFILE_MODE}
+        written = ensure_content(module, module.params["hostfile_path"], hostfile, hostfile_args)
+        result["changed"] = result["changed"] or written["changed"]
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

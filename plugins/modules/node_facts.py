@@ -217,6 +217,11 @@ ansible_facts:
               type: bool
               returned: when O(peer) is set
               sample: false
+        ipv4_addresses:
+          description: Each interface's IPv4 addresses (C(ip -o -4 addr show)), without prefix length.
+          type: dict
+          returned: always
+          sample: {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"]}
 """
 
 import glob
@@ -230,6 +235,7 @@ from ansible_collections.multinode.training.plugins.module_utils.node_facts impo
     dri_nodes,
     group_gids,
     intel_gpus,
+    parse_ipv4_addresses,
     parse_route_get,
 )
 
@@ -279,6 +285,14 @@ def route_to(module: AnsibleModule, peer: str) -> dict:
         module.fail_json(msg=str(exc))
 
 
+def ipv4_addresses(module: AnsibleModule) -> dict[str, list[str]]:
+    ip = module.get_bin_path("ip", required=True)
+    rc, out, err = module.run_command([ip, "-o", "-4", "addr", "show"])
+    if rc != 0:
+        module.fail_json(msg=f"ip -o -4 addr show failed: {(err or out).strip()}", rc=rc)
+    return parse_ipv4_addresses(out)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
@@ -299,6 +313,7 @@ def main() -> None:
     except (OSError, ValueError) as exc:
         module.fail_json(msg=f"cannot gather node facts under {root}: {to_native(exc)}")
     facts["route"] = route_to(module, peer) if peer else None
+    facts["ipv4_addresses"] = ipv4_addresses(module)
     module.exit_json(changed=False, ansible_facts=dict(multinode_node=facts))
 
 

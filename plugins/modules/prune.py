@@ -79,11 +79,8 @@ def main() -> None:
     path, keep = module.params["path"], module.params["keep"]
     if error := prune.keep_error(keep):
         module.fail_json(msg=error)
-    entries = prune.directories(path)
-    removed = prune.to_remove(entries, keep, frozenset(module.params["protect"]))
-    if not module.check_mode:
-        prune.remove(path, removed)
-    module.exit_json(changed=bool(removed), removed=removed, kept=len(entries) - len(removed))
+    removed, kept = prune.prune(path, keep, frozenset(module.params["protect"]), dry_run=module.check_mode)
+    module.exit_json(changed=bool(removed), removed=removed, kept=kept)
 
 
 if __name__ == "__main__":

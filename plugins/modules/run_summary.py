@@ -1,5 +1,11 @@
 #!/usr/bin/python
+# -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done by the action plugin plugins/action/run_summary.py (in the controller's process, no module
+# run); this file documents it.
+
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -15,7 +21,7 @@ description:
     cluster's SSH, the first rank to fail on its own), then the consequences (ranks stopped after it).
   - The optional JSON events of rank 0 (C(epoch), C(result)) fill RV(summary.epochs), RV(summary.metrics) and
     RV(summary.test_accuracy); without them those are empty or null.
-  - Runs on the controller (delegate it to localhost).
+  - Runs on the controller, in Ansible's own process, whatever host the task is for.
 author:
   - multinode.training team
 attributes:
@@ -101,7 +107,6 @@ EXAMPLES = r"""
     launcher_exit_code: 0
     worker_states:
       node3: {running: false, exit_code: 137, oom_killed: false, what: worker container}
-  delegate_to: localhost
   register: run
 """
 
@@ -160,85 +165,3 @@ summary:
         (until every rank ended) phases.
       type: dict
 """
-
-import json
-import os
-import tempfile
-from pathlib import Path
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.multinode.training.plugins.module_utils.run_report import read_run_dir, summarize
-
-# Collected files that are the job's outputs: what the ranks wrote to OUTPUT_DIR or in their working directory.
-OUTPUT_DIRS = ("outputs", "work")
-
-
-def collected_outputs(run_dir: Path, node_names: list[str]) -> list[str]:
-    """Every collected output file, relative to ``run_dir``."""
-    found = []
-    for node in node_names:
-        for name in OUTPUT_DIRS:
-            base = run_dir / "nodes" / node / name
-            found += [str(path.relative_to(run_dir)) for path in sorted(base.rglob("*")) if path.is_file()]
-    return found
-
-
-def write_json(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".summary.")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            run_dir=dict(type="path", required=True),
-            job_id=dict(type="str", required=True),
-            job_name=dict(type="str", default=""),
-            resumed_from=dict(type="str", default=""),
-            launcher=dict(type="str", required=True),
-            nodes=dict(type="list", elements="str", required=True),
-            node_names=dict(type="list", elements="str", required=True),
-            world_size=dict(type="int", required=True),
-            launcher_exit_code=dict(type="int", required=True),
-            timed_out=dict(type="bool", default=False),
-            worker_states=dict(type="dict", default={}),
-            phase_stats=dict(type="dict", default={}),
-            settings=dict(type="dict", default={}),
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    run_dir = Path(params["run_dir"])
-    provision = params["phase_stats"].get("provision", {})
-    summary = summarize(
-        read_run_dir(run_dir, params["node_names"]),
-        job_id=params["job_id"],
-        launcher=params["launcher"],
-        nodes=params["nodes"],
-        node_names=params["node_names"],
-        world_size=params["world_size"],
-        launcher_exit_code=params["launcher_exit_code"],
-        timed_out=params["timed_out"],
-        worker_states=params["worker_states"],
-        provision_seconds=provision.get("seconds"),
-        provision_changed=provision.get("changed"),
-        extra=params["settings"],
-    )
-    summary.update(
-        job_name=params["job_name"] or None,
-        resumed_from=params["resumed_from"] or None,
-        outputs=collected_outputs(run_dir, params["node_names"]),
-    )
-    path = run_dir / "summary.json"
-    if not module.check_mode:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_json(path, summary)
-    module.exit_json(changed=True, path=str(path), summary=summary)
-
-
-if __name__ == "__main__":
-    main()

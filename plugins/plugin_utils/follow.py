@@ -44,8 +44,7 @@ def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
         temporary.symlink_to(job_id)
         temporary.replace(latest)
         changes.append(f"{latest} -> {job_id}")
-    removed = prune.to_remove(prune.directories(str(runs_dir)), keep, frozenset([job_id]))
-    prune.remove(str(runs_dir), removed)
+    removed = prune.prune(str(runs_dir), keep, frozenset([job_id]))[0]
     return changes + [f"removed the old run {name}" for name in removed]
 
 

@@ -104,7 +104,7 @@ def test_quotes_an_argument_with_spaces_for_the_local_and_the_remote_shell():
 def test_quotes_the_directories():
     script = render_launch_script(SPEC, job_dir="/work/my jobs/job-1", work_dir="/work/my code")
     assert "cd '/work/my code' || exit\nlogs='/work/my jobs/job-1/logs'\n" in script
-    assert "ssh -p 2222 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
+    assert "ControlPersist=10 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
 
 
 def test_job_id_cannot_break_out_of_the_comment():

@@ -14,6 +14,7 @@ from ansible_collections.multinode.training.plugins.module_utils.node_facts impo
     intel_gpus,
     parse_cpuinfo,
     parse_cpulist,
+    parse_ipv4_addresses,
     parse_route_get,
 )
 
@@ -286,3 +287,16 @@ def test_parse_route_get(output, route):
 def test_parse_route_get_without_device(output):
     with pytest.raises(ValueError, match="no 'dev'"):
         parse_route_get(output)
+
+
+def test_parse_ipv4_addresses():
+    output = (
+        "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n"
+        "3: eth0@if12    inet 10.0.0.1/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever\n"
+        "3: eth0@if12    inet 10.0.1.1/24 scope global secondary eth0:1\\       valid_lft forever\n"
+        "4: ib0    inet 192.168.7.1/16 scope global ib0\\       valid_lft forever\n"
+        "garbage line\n"
+    )
+    assert parse_ipv4_addresses(output) == {"lo": ["127.0.0.1"], "eth0": ["10.0.0.1", "10.0.1.1"], "ib0": ["192.168.7.1"]}
+    assert parse_ipv4_addresses("") == {}
+

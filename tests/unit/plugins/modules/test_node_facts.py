@@ -10,13 +10,20 @@ from ansible.module_utils import basic
 from ansible_collections.multinode.training.plugins.modules import node_facts
 
 IP = "/usr/sbin/ip"
+ROUTE = "10.0.0.1 dev ens1f0np0 src 10.0.0.2 uid 0 \\    cache \n"
+ADDRESSES = (
+    "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n"
+    "5: ens1f0np0    inet 10.0.0.2/24 brd 10.0.0.255 scope global ens1f0np0\\       valid_lft forever\n"
+)
 
 
 @pytest.fixture
 def ip_route(monkeypatch):
-    """Replace ``ip`` with a canned result; returns the mock to inspect its calls."""
+    """Replace ``ip`` with canned results (its ``answers`` by subcommand); returns the mock to inspect its calls."""
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", mock.Mock(return_value=IP))
-    run_command = mock.Mock(return_value=(0, "10.0.0.1 dev ens1f0np0 src 10.0.0.2 uid 0 \\    cache \n", ""))
+    answers = {"route": (0, ROUTE, ""), "addr": (0, ADDRESSES, "")}
+    run_command = mock.Mock(side_effect=lambda argv: answers["route" if "route" in argv else "addr"])
+    run_command.answers = answers
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     return run_command
 
@@ -45,7 +52,8 @@ def test_flex170_node(run_module, ip_route, node_facts_root):
         "gateway": None,
         "local": False,
     }
-    ip_route.assert_called_once_with([IP, "-o", "route", "get", "10.0.0.1"])
+    assert node["ipv4_addresses"] == {"lo": ["127.0.0.1"], "ens1f0np0": ["10.0.0.2"]}
+    assert ip_route.call_args_list == [mock.call([IP, "-o", "route", "get", "10.0.0.1"]), mock.call([IP, "-o", "-4", "addr", "show"])]
 
 
 def test_xeon_2s_node_without_peer(run_module, ip_route, node_facts_root):
@@ -58,10 +66,10 @@ def test_xeon_2s_node_without_peer(run_module, ip_route, node_facts_root):
     assert node["dri"] == {"cards": [], "render_nodes": []}
     assert node["gids"] == {"render": None, "video": 44}
     assert node["route"] is None
-    ip_route.assert_not_called()
+    ip_route.assert_called_once_with([IP, "-o", "-4", "addr", "show"])
 
 
-def test_single_socket_node(run_module, node_facts_root):
+def test_single_socket_node(run_module, ip_route, node_facts_root):
     node = run_module(node_facts.main, sysfs_root=str(node_facts_root("single_socket")))["ansible_facts"]["multinode_node"]
     assert node["cpu"]["numa_node_cpus"] == {"0": list(range(8))}
     assert (node["cpu"]["sockets"], node["cpu"]["cores_per_socket"], node["cpu"]["threads_per_core"]) == (1, 8, 1)
@@ -70,7 +78,7 @@ def test_single_socket_node(run_module, node_facts_root):
     assert node["gids"] == {"render": 106, "video": 44}
 
 
-def test_no_gpu_node_in_check_mode(run_module, node_facts_root):
+def test_no_gpu_node_in_check_mode(run_module, ip_route, node_facts_root):
     result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), _ansible_check_mode=True)
     assert result["changed"] is False
     node = result["ansible_facts"]["multinode_node"]
@@ -81,7 +89,7 @@ def test_no_gpu_node_in_check_mode(run_module, node_facts_root):
 
 
 def test_local_peer(run_module, ip_route, node_facts_root):
-    ip_route.return_value = (0, "local 10.0.0.2 dev lo table local src 10.0.0.2 uid 0 \\    cache <local> \n", "")
+    ip_route.answers["route"] = (0, "local 10.0.0.2 dev lo table local src 10.0.0.2 uid 0 \\    cache <local> \n", "")
     result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), peer="10.0.0.2")
     assert result["ansible_facts"]["multinode_node"]["route"] == {
         "peer": "10.0.0.2",
@@ -93,7 +101,7 @@ def test_local_peer(run_module, ip_route, node_facts_root):
 
 
 def test_unreachable_peer_fails(run_module, ip_route, node_facts_root):
-    ip_route.return_value = (2, "", "RTNETLINK answers: Network is unreachable\n")
+    ip_route.answers["route"] = (2, "", "RTNETLINK answers: Network is unreachable\n")
     result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), peer="192.0.2.1")
     assert result["failed"] is True
     assert result["rc"] == 2

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A node directory kept a mirror of a controller directory, in one round trip when nothing changed.
+
+The controller lists its tree (relative path, size, modification time, executable or not: no file is read);
+the node compares its copy by the same quick check rsync uses (size and modification time), removes what the
+controller no longer has, fixes owner and mode in place and names the files to send. Those come over in one tar
+archive and are unpacked with the controller's modification times, so the next run finds them equal.
+
+Pure Python (stdlib only) so it runs on managed nodes, on the controller and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tarfile
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+FILE_MODE = 0o640
+EXECUTABLE_MODE = 0o750
+DIRECTORY_MODE = 0o750
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the quick check compares of one file."""
+
+    size: int
+    mtime: int
+    executable: bool
+
+    def as_dict(self) -> dict[str, int | bool]:
+        return {"size": self.size, "mtime": self.mtime, "executable": self.executable}
+
+
+def listing(root: str) -> dict[str, Entry]:
+    """Every regular file under ``root`` (hidden ones too; symbolic links followed, as a copy would, and broken ones
+    left out), by path relative to ``root``."""
+    found = {}
+    for directory, subdirectories, files in os.walk(root, followlinks=True):
+        subdirectories.sort()
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:  # a link to nothing
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found[os.path.relpath(path, root)] = Entry(info.st_size, int(info.st_mtime), bool(info.st_mode & 0o111))
+    return found
+
+
+def entries(raw: Mapping[str, Mapping[str, int | bool]]) -> dict[str, Entry]:
+    """A listing passed as plain data (module arguments) back as entries."""
+    return {path: Entry(int(value["size"]), int(value["mtime"]), bool(value["executable"])) for path, value in raw.items()}
+
+
+def wanted_mode(entry: Entry) -> int:
+    return EXECUTABLE_MODE if entry.executable else FILE_MODE
+
+
+def differences(wanted: Mapping[str, Entry], present: Mapping[str, Entry]) -> tuple[list[str], list[str]]:
+    """The files to send (missing, or another size or time) and the files to remove (not wanted), sorted."""
+    to_send = sorted(path for path, entry in wanted.items() if _quick(present.get(path)) != _quick(entry))
+    to_remove = sorted(set(present) - set(wanted))
+    return to_send, to_remove
+
+
+def _quick(entry: Entry | None) -> tuple[int, int] | None:
+    return None if entry is None else (entry.size, entry.mtime)
+
+
+def bad_names(paths: Iterable[str]) -> list[str]:
+    """Relative paths that would leave the mirror (absolute, or through ``..``)."""
+    return [path for path in paths if os.path.isabs(path) or ".." in path.split(os.sep)]
+
+
+def remove_files(root: str, paths: Iterable[str]) -> None:
+    """Remove the files, then the directories they leave empty (never ``root`` itself)."""
+    emptied = set()
+    for path in paths:
+        os.remove(os.path.join(root, path))
+        emptied.add(os.path.dirname(path))
+    for directory in sorted(emptied, key=len, reverse=True):
+        # A deeper one's walk up may have removed this one already.
+        while directory and os.path.isdir(os.path.join(root, directory)) and not os.listdir(os.path.join(root, directory)):
+            os.rmdir(os.path.join(root, directory))
+            directory = os.path.dirname(directory)
+
+
+def fix_owners_and_modes(root: str, wanted: Mapping[str, Entry], uid: int, gid: int, dry_run: bool = False) -> list[str]:
+    """Give every present wanted file and every directory under ``root`` (``root`` too) its owner and mode; the
+    paths that needed it (that would, with ``dry_run``)."""
+    fixed = []
+    targets = [(directory, DIRECTORY_MODE) for directory in _directories(root)]
+    targets += [(os.path.join(root, path), wanted_mode(entry)) for path, entry in wanted.items()]
+    for path, mode in targets:
+        if not os.path.lexists(path):
+            continue
+        info = os.lstat(path)
+        if (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) != (uid, gid, mode):
+            if not dry_run:
+                os.chown(path, uid, gid)
+                os.chmod(path, mode)
+            fixed.append(os.path.relpath(path, root))
+    return fixed
+
+
+def _directories(root: str) -> list[str]:
+    found = [root]
+    for directory, subdirectories, _ in os.walk(root):
+        found += [os.path.join(directory, name) for name in sorted(subdirectories)]
+    return found
+
+
+def pack(root: str, paths: Iterable[str], destination: str) -> None:
+    """A tar of the files of ``paths`` under ``root`` (links followed), named by their relative paths."""
+    with tarfile.open(destination, "w", dereference=True) as archive:
+        for path in paths:
+            archive.add(os.path.join(root, path), arcname=path, recursive=False)
+
+
+def unpack(archive_path: str, root: str, wanted: Mapping[str, Entry], uid: int, gid: int) -> list[str]:
+    """Unpack the files of the archive that ``wanted`` names into ``root`` (parents created), each with its owner,
+    mode and the controller's modification time; the paths written."""
+    written = []
+    with tarfile.open(archive_path) as archive:
+        for member in archive.getmembers():
+            entry = wanted.get(member.name)
+            if entry is None or not member.isfile() or bad_names([member.name]):
+                continue
+            target = os.path.join(root, member.name)
+            _make_parents(root, os.path.dirname(member.name), uid, gid)
+            source = archive.extractfile(member)
+            assert source is not None  # a regular file member has content
+            temporary = f"{target}.mirror-tmp"
+            with source, open(temporary, "wb") as handle:
+                shutil.copyfileobj(source, handle)
+            os.chown(temporary, uid, gid)
+            os.chmod(temporary, wanted_mode(entry))
+            os.utime(temporary, (entry.mtime, entry.mtime))
+            os.replace(temporary, target)
+            written.append(member.name)
+    return written
+
+
+def _make_parents(root: str, relative: str, uid: int, gid: int) -> None:
+    path = root
+    for part in [part for part in relative.split(os.sep) if part]:
+        path = os.path.join(path, part)
+        if os.path.isfile(path) or os.path.islink(path):
+            os.remove(path)  # a file where the controller now has a directory
+        if not os.path.isdir(path):
+            os.mkdir(path, DIRECTORY_MODE)
+            os.chown(path, uid, gid)
+            os.chmod(path, DIRECTORY_MODE)

@@ -1,0 +1,158 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mirror_files
+short_description: Bring node directories in line with a controller listing, or unpack the files they lack
+description:
+  - For each of O(trees), compares the node directory with the controller's listing by size and modification time
+    (rsync's quick check), removes the files the listing does not have (and the directories that leaves empty), gives
+    every file and directory the owner and mode it should have and returns the files to send in RV(trees).
+  - With O(archives) it unpacks those files, each with the listing's modification time, so the next comparison
+    finds them equal.
+  - The multinode.training.mirror action runs it (once when nothing changed, twice when files are sent); it is
+    rarely useful alone.
+author:
+  - multinode.training team
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode nothing is removed, fixed or unpacked; RV(trees) says what would be.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  trees:
+    description: The node directories and the controller's listing of each.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      dest:
+        description: The node directory (created with its parents when missing).
+        type: path
+        required: true
+      files:
+        description: The controller's files, by relative path, each a dict of C(size), C(mtime) (whole seconds)
+          and C(executable).
+        type: dict
+        default: {}
+  archives:
+    description: A tar file on the node, by O(trees[].dest), holding files of that tree to unpack.
+    type: dict
+    default: {}
+  directories:
+    description: More directories to create, with the same owner and mode (V(0750)).
+    type: list
+    elements: path
+    default: []
+  owner:
+    description: Numeric uid of every file and directory.
+    type: int
+    required: true
+  group:
+    description: Numeric gid of every file and directory.
+    type: int
+    required: true
+notes:
+  - Files are V(0640), or V(0750) when the controller's file is executable by anyone; directories V(0750).
+"""
+
+EXAMPLES = r"""
+- name: Make /opt/work/code match a listing of the controller's files
+  multinode.training.mirror_files:
+    trees:
+      - dest: /opt/work/code
+        files:
+          train.py: {size: 5120, mtime: 1795456157, executable: false}
+    directories: [/opt/work/jobs]
+    owner: 1000
+    group: 1000
+"""
+
+RETURN = r"""
+trees:
+  description: By O(trees[].dest), what was done or is left to do.
+  returned: always
+  type: dict
+  sample:
+    /opt/work/code:
+      to_send: [train.py]
+      removed: [old.py]
+      fixed: []
+      written: []
+created:
+  description: The directories created.
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/work/code]
+"""
+
+import os
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.multinode.training.plugins.module_utils import job_files, mirror
+
+
+def mirror_tree(dest: str, wanted: dict[str, mirror.Entry], archive: str | None, owner: int, group: int, check: bool) -> dict[str, Any]:
+    """Bring one node directory in line with the controller's listing of it."""
+    to_send, to_remove = mirror.differences(wanted, mirror.listing(dest))
+    if check:
+        return {"to_send": to_send, "removed": to_remove, "fixed": mirror.fix_owners_and_modes(dest, wanted, owner, group, dry_run=True), "written": []}
+    mirror.remove_files(dest, to_remove)
+    written = mirror.unpack(archive, dest, wanted, owner, group) if archive else []
+    fixed = mirror.fix_owners_and_modes(dest, wanted, owner, group)
+    return {"to_send": sorted(set(to_send) - set(written)), "removed": to_remove, "fixed": fixed, "written": written}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            trees=dict(
+                type="list",
+                elements="dict",
+                required=True,
+                options=dict(dest=dict(type="path", required=True), files=dict(type="dict", default={})),
+            ),
+            archives=dict(type="dict", default={}),
+            directories=dict(type="list", elements="path", default=[]),
+            owner=dict(type="int", required=True),
+            group=dict(type="int", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    listings = {tree["dest"]: mirror.entries(tree["files"]) for tree in params["trees"]}
+    bad = [path for listing in listings.values() for path in mirror.bad_names(listing)]
+    if bad:
+        module.fail_json(msg=f"file names outside the directory they mirror: {', '.join(bad)}")
+    owner, group = params["owner"], params["group"]
+    created: list[str] = []
+    try:
+        if not module.check_mode:
+            created = job_files.make_directories(params["directories"] + list(listings), owner, group)
+        trees = {
+            dest: mirror_tree(dest, wanted, params["archives"].get(dest), owner, group, module.check_mode)
+            for dest, wanted in listings.items()
+        }
+    except OSError as exc:
+        module.fail_json(msg=f"cannot mirror into {', '.join(listings)}: {exc}")
+    changed = bool(created) or any(tree["removed"] or tree["fixed"] or tree["written"] for tree in trees.values())
+    if module.check_mode:
+        missing = [path for path in params["directories"] + list(listings) if not os.path.isdir(path)]
+        changed = bool(missing) or any(tree["removed"] or tree["to_send"] or tree["fixed"] for tree in trees.values())
+    module.exit_json(changed=changed, trees=trees, created=created)
+
+
+if __name__ == "__main__":
+    main()

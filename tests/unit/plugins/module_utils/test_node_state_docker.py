@@ -1,0 +1,190 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests of node_state.docker_request, stopped_container and remove_container against a fake Docker API
+served over a real unix socket."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import socketserver
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils import node_state
+
+
+@dataclass
+class FakeContainer:
+    """What the fake daemon answers about one container."""
+
+    running_gets: int | None = 0  # GETs answered "running" before it stops; None: it never stops
+    exit_code: int = 0
+    delete_status: int = 204
+    gets: int = 0
+
+
+@dataclass
+class FakeDocker:
+    path: str
+    containers: dict[str, FakeContainer] = field(default_factory=dict)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: "_Server"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        fake = self.server.fake
+        fake.requests.append(("GET", self.path))
+        parts = self.path.split("/")  # "", "containers", <name>, "json"
+        container = fake.containers.get(parts[2]) if len(parts) == 4 and parts[1] == "containers" else None
+        if container is None:
+            self._answer(404, {"message": "No such container"})
+            return
+        container.gets += 1
+        running = container.running_gets is None or container.gets <= container.running_gets
+        state = {"Running": running, "ExitCode": 0 if running else container.exit_code, "OOMKilled": False}
+        self._answer(200, {"State": state, "Image": "sha256:x"})
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        fake = self.server.fake
+        fake.requests.append(("DELETE", self.path))
+        name = self.path.removeprefix("/containers/").removesuffix("?force=1")
+        container = fake.containers.get(name)
+        status = 404 if container is None else container.delete_status
+        if status == 204:
+            del fake.containers[name]
+            self.send_response(204)
+            self.end_headers()
+        else:
+            self._answer(status, {"message": "No such container" if status == 404 else "boom"})
+
+    def _answer(self, status: int, body: dict[str, object]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass  # the default logs client_address[0], which a unix socket does not have
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, fake: FakeDocker) -> None:
+        super().__init__(fake.path, _Handler)
+        self.fake = fake
+
+
+@pytest.fixture
+def docker() -> Iterator[FakeDocker]:
+    directory = tempfile.mkdtemp(dir="/tmp", prefix="fd")  # short: AF_UNIX paths are limited to ~108 bytes
+    fake = FakeDocker(path=f"{directory}/docker.sock")
+    server = _Server(fake)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+        shutil.rmtree(directory)
+
+
+# --------------------------------------------------------------------------- docker_request
+
+
+def test_docker_request_returns_status_and_json_body(docker: FakeDocker) -> None:
+    docker.containers["web"] = FakeContainer(running_gets=None)
+
+    status, body = node_state.docker_request(docker.path, "GET", "/containers/web/json")
+
+    assert status == 200
+    assert body == {"State": {"Running": True, "ExitCode": 0, "OOMKilled": False}, "Image": "sha256:x"}
+
+
+def test_docker_request_gives_the_json_answer_of_an_error_status(docker: FakeDocker) -> None:
+    assert node_state.docker_request(docker.path, "GET", "/containers/absent/json") == (404, {"message": "No such container"})
+
+
+def test_docker_request_gives_no_body_for_204(docker: FakeDocker) -> None:
+    docker.containers["web"] = FakeContainer()
+
+    assert node_state.docker_request(docker.path, "DELETE", "/containers/web?force=1") == (204, None)
+    assert docker.requests == [("DELETE", "/containers/web?force=1")]
+
+
+def test_docker_request_returns_status_0_when_the_socket_does_not_exist(tmp_path: Path) -> None:
+    assert node_state.docker_request(str(tmp_path / "absent.sock"), "GET", "/containers/web/json") == (0, None)
+
+
+# --------------------------------------------------------------------------- stopped_container
+
+
+def test_stopped_container_returns_as_soon_as_it_stops(docker: FakeDocker) -> None:
+    docker.containers["worker"] = FakeContainer(running_gets=2, exit_code=137)
+    start = time.monotonic()
+
+    details = node_state.stopped_container("worker", docker.path, wait_seconds=5, interval=0.05)
+
+    assert time.monotonic() - start < 2
+    assert details == {"present": True, "running": False, "exit_code": 137, "oom_killed": False}
+    assert docker.containers["worker"].gets == 3
+    assert docker.requests == [("GET", "/containers/worker/json")] * 3
+
+
+def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(docker: FakeDocker) -> None:
+    docker.containers["worker"] = FakeContainer(running_gets=None)
+    start = time.monotonic()
+
+    details = node_state.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.05)
+
+    assert 0.3 <= time.monotonic() - start < 2
+    assert details == {"present": True, "running": True, "exit_code": 0, "oom_killed": False}
+    assert docker.containers["worker"].gets >= 3
+
+
+def test_stopped_container_of_an_absent_container_returns_at_once(docker: FakeDocker) -> None:
+    details = node_state.stopped_container("absent", docker.path, wait_seconds=5, interval=0.05)
+
+    assert details == {"present": False, "running": False, "exit_code": None, "oom_killed": False, "error": "absent"}
+    assert len(docker.requests) == 1
+
+
+# --------------------------------------------------------------------------- remove_container
+
+
+def test_remove_container_is_true_when_docker_removed_it(docker: FakeDocker) -> None:
+    docker.containers["worker"] = FakeContainer(running_gets=None)
+
+    assert node_state.remove_container("worker", docker.path) is True
+    assert docker.requests == [("DELETE", "/containers/worker?force=1")]
+    assert "worker" not in docker.containers
+
+
+def test_remove_container_is_false_when_there_was_none(docker: FakeDocker) -> None:
+    assert node_state.remove_container("absent", docker.path) is False
+    assert docker.requests == [("DELETE", "/containers/absent?force=1")]
+
+
+def test_remove_container_raises_when_docker_fails(docker: FakeDocker) -> None:
+    docker.containers["worker"] = FakeContainer(delete_status=500)
+
+    with pytest.raises(OSError, match=r"^removing container worker: Docker answered error 500$"):
+        node_state.remove_container("worker", docker.path)
+
+
+def test_remove_container_raises_when_there_is_no_daemon(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="Docker answered no daemon"):
+        node_state.remove_container("worker", str(tmp_path / "absent.sock"))
