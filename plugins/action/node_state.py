@@ -9,10 +9,19 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values
+from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import PROVISIONING_ROLES, inputs_hash
 
 # The image tarball the container_runtime role loads: its size and time stand for its content.
 TARBALL_VARIABLE = "container_runtime_image_tarball"
+
+
+def _observes(observed: dict[str, Any], args: dict[str, Any]) -> bool:
+    """Whether ``observed`` (node_facts' RV(provisioning)) answers this check: the same record and watched things."""
+    if args.get("state", "check") != "check" or observed.get("path") != args.get("path"):
+        return False
+    watched = [args.get(name) or [] for name in ("trees", "containers", "images", "pid_files")]
+    return sorted(node_state.part_names(*watched)) == sorted(observed.get("parts") or {})
 
 
 class ActionModule(ActionBase):
@@ -22,9 +31,13 @@ class ActionModule(ActionBase):
         super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = dict(self._task.args)
+        observed = args.pop("observed", None)
         if not args.get("inputs"):
             roles = args.get("roles") or list(PROVISIONING_ROLES)
             args["inputs"] = inputs_hash(self._values(self._loader, roles, task_vars), self._tarball(task_vars))
+        if observed and _observes(observed, args):
+            found = node_state.differences(observed["record"], args["inputs"], observed["parts"])
+            return {"changed": False, "unchanged": not found, "differences": found, "inputs": args["inputs"], "observed": True}
         return self._execute_module(module_name="multinode.training.node_state", module_args=args, task_vars=task_vars)
 
     @staticmethod

@@ -174,15 +174,28 @@ def process_state(pid_file: str) -> str:
     return "running"
 
 
+def part_names(trees: Iterable[str], containers: Iterable[str], images: Iterable[str], pid_files: Iterable[str]) -> list[str]:
+    """The names of the parts ``node_parts`` returns for these watched things, in its order."""
+    return (
+        [f"files {root}" for root in trees]
+        + [f"container {name}" for name in containers]
+        + [f"image {name}" for name in images]
+        + [f"process {path}" for path in pid_files]
+    )
+
+
 def node_parts(
     trees: Iterable[str], containers: Iterable[str], images: Iterable[str], pid_files: Iterable[str], docker_socket: str
 ) -> dict[str, str]:
     """The node's watched state, one entry per thing."""
-    parts = {f"files {root}": tree_state(root) for root in trees}
-    parts.update({f"container {name}": container_state(name, docker_socket) for name in containers})
-    parts.update({f"image {name}": image_state(name, docker_socket) for name in images})
-    parts.update({f"process {path}": process_state(path) for path in pid_files})
-    return parts
+    trees, containers, images, pid_files = list(trees), list(containers), list(images), list(pid_files)
+    states = (
+        [tree_state(root) for root in trees]
+        + [container_state(name, docker_socket) for name in containers]
+        + [image_state(name, docker_socket) for name in images]
+        + [process_state(path) for path in pid_files]
+    )
+    return dict(zip(part_names(trees, containers, images, pid_files), states))
 
 
 def differences(record: Mapping[str, Any] | None, inputs: str, parts: Mapping[str, str]) -> list[str]:

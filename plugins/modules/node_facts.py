@@ -41,6 +41,42 @@ options:
       - Does not apply to the C(ip) command.
     type: path
     default: /
+  watch:
+    description:
+      - Also observe what multinode.training.node_state watches, in the same module run, and return it as
+        RV(ansible_facts.multinode_node.provisioning) (the record of the last provisioning run and the watched
+        parts as they are now), so the node_state check that follows needs no run of its own (O(observed) there).
+      - Reading the record needs root (C(become)).
+    type: dict
+    suboptions:
+      record:
+        description: The node's record file (multinode.training.node_state O(path)).
+        type: path
+        required: true
+      trees:
+        description: Directories whose files are watched.
+        type: list
+        elements: path
+        default: []
+      containers:
+        description: Containers whose state and image are watched.
+        type: list
+        elements: str
+        default: []
+      images:
+        description: Images whose id is watched.
+        type: list
+        elements: str
+        default: []
+      pid_files:
+        description: Pid files of processes that are watched.
+        type: list
+        elements: path
+        default: []
+      docker_socket:
+        description: The Docker daemon's socket.
+        type: path
+        default: /var/run/docker.sock
 notes:
   - Intel GPUs are recognized by PCI vendor C(0x8086) and PCI class display controller (C(0x03xxxx)) or processing
     accelerator (C(0x12xxxx)). The family comes from the device IDs in Linux C(include/drm/intel/pciids.h).
@@ -222,6 +258,14 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"]}
+        provisioning:
+          description:
+            - C(path) and C(record), the node's record of its last provisioning run (null without one), and C(parts),
+              the watched things as they are now; pass it to multinode.training.node_state as O(observed).
+          type: dict
+          returned: when O(watch) is set
+          sample: {"path": "/opt/multinode/state/provisioned.json", "record": {"version": 1, "inputs": "3f2a...", "parts": {"files /opt/ssh": "9c1e..."}},
+                   "parts": {"files /opt/ssh": "9c1e..."}}
 """
 
 import glob
@@ -230,6 +274,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.module_utils.node_facts import (
     cpu_topology,
     dri_nodes,
@@ -298,6 +343,17 @@ def main() -> None:
         argument_spec=dict(
             peer=dict(type="str"),
             sysfs_root=dict(type="path", default="/"),
+            watch=dict(
+                type="dict",
+                options=dict(
+                    record=dict(type="path", required=True),
+                    trees=dict(type="list", elements="path", default=[]),
+                    containers=dict(type="list", elements="str", default=[]),
+                    images=dict(type="list", elements="str", default=[]),
+                    pid_files=dict(type="list", elements="path", default=[]),
+                    docker_socket=dict(type="path", default="/var/run/docker.sock"),
+                ),
+            ),
         ),
         supports_check_mode=True,
     )
@@ -314,6 +370,13 @@ def main() -> None:
         module.fail_json(msg=f"cannot gather node facts under {root}: {to_native(exc)}")
     facts["route"] = route_to(module, peer) if peer else None
     facts["ipv4_addresses"] = ipv4_addresses(module)
+    watch = module.params["watch"]
+    if watch:
+        facts["provisioning"] = dict(
+            path=watch["record"],
+            record=node_state.read_record(watch["record"]),
+            parts=node_state.node_parts(watch["trees"], watch["containers"], watch["images"], watch["pid_files"], watch["docker_socket"]),
+        )
     module.exit_json(changed=False, ansible_facts=dict(multinode_node=facts))
 
 

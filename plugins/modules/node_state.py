@@ -45,6 +45,13 @@ options:
   inputs:
     description: Hash of the provisioning run's inputs; computed on the controller by the action plugin when omitted.
     type: str
+  observed:
+    description:
+      - The node as multinode.training.node_facts observed it earlier in the run (its RV(ansible_facts.multinode_node.provisioning),
+        with O(watch) set to this check's record and watched things). With it, O(state=check) compares on the
+        controller and runs nothing on the node (action plugin only); when it does not answer this check (another
+        record path or other watched things) the module runs as without it.
+    type: dict
   roles:
     description: The provisioning roles whose variables make up O(inputs) (action plugin only).
     type: list
@@ -104,6 +111,10 @@ inputs:
   description: The inputs hash compared or recorded.
   returned: always
   type: str
+observed:
+  description: The check was answered from O(observed), on the controller, without running on the node.
+  returned: when so
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -117,6 +128,7 @@ def main() -> None:
             path=dict(type="path", required=True),
             state=dict(type="str", choices=["check", "record"], default="check"),
             inputs=dict(type="str"),
+            observed=dict(type="dict"),
             roles=dict(type="list", elements="str", default=["oneapi", "host_runtime", "container_runtime", "gpu_drivers", "ssh_mesh", "workers"]),
             trees=dict(type="list", elements="path", default=[]),
             containers=dict(type="list", elements="str", default=[]),

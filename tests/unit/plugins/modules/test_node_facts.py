@@ -7,6 +7,7 @@ from unittest import mock
 import pytest
 from ansible.module_utils import basic
 
+from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.modules import node_facts
 
 IP = "/usr/sbin/ip"
@@ -114,3 +115,23 @@ def test_missing_cpuinfo_fails(tmp_path, run_module):
     assert result["failed"] is True
     assert "cpuinfo" in result["msg"]
     assert str(tmp_path) in result["msg"]
+
+
+def test_watch_observes_the_record_and_the_watched_parts(run_module, ip_route, node_facts_root, tmp_path):
+    ssh_dir = tmp_path / "ssh"
+    ssh_dir.mkdir()
+    (ssh_dir / "sshd_config").write_text("Port 12345\n")
+    parts = node_state.node_parts([str(ssh_dir)], [], [], [], str(tmp_path / "no.sock"))
+    record = tmp_path / "provisioned.json"
+    node_state.write_record(str(record), node_state.new_record("inputs-1", parts))
+    watch = {"record": str(record), "trees": [str(ssh_dir)], "containers": ["sim-worker"], "docker_socket": str(tmp_path / "no.sock")}
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), watch=watch)
+    observed = result["ansible_facts"]["multinode_node"]["provisioning"]
+    assert observed["path"] == str(record)
+    assert observed["record"]["inputs"] == "inputs-1"
+    assert observed["parts"] == {f"files {ssh_dir}": parts[f"files {ssh_dir}"], "container sim-worker": "no daemon"}
+
+
+def test_without_watch_nothing_is_observed(run_module, ip_route, node_facts_root):
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")))
+    assert "provisioning" not in result["ansible_facts"]["multinode_node"]
