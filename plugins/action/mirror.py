@@ -45,9 +45,9 @@ class ActionModule(ActionBase):
             "group": args["group"],
         }
         compared = execute(self, NODE_MODULE, task_vars, module_args)
-        to_send = {dest: tree["to_send"] for dest, tree in compared["trees"].items() if tree["to_send"]}
+        to_send = {dest: paths for dest, tree in compared["trees"].items() if (paths := _to_send(sources[dest], tree))}
         trees = compared["trees"]
-        changed = bool(compared["changed"])
+        changed = bool(compared["changed"]) or bool(to_send)  # in check mode: would send
         if to_send and not self._task.check_mode:
             trees = self._send(sources, to_send, module_args, task_vars)
             changed = True
@@ -69,10 +69,16 @@ class ActionModule(ActionBase):
             unpacked = execute(self, NODE_MODULE, task_vars, {**module_args, "archives": archives})
         finally:
             self._remove_tmp_path(remote_tmp, force=True)
-        left = {dest: tree["to_send"] for dest, tree in unpacked["trees"].items() if tree["to_send"]}
+        left = {dest: paths for dest, tree in unpacked["trees"].items() if (paths := _to_send(sources[dest], tree))}
         if left:
             raise AnsibleActionFail(f"files still differ on the node after sending them (changed while copied?): {left}")
         return unpacked["trees"]
+
+
+def _to_send(src: str, tree: dict[str, Any]) -> list[str]:
+    """The node's files to send: those it named, and those of another time whose content differs from ``src``'s."""
+    retimed = [path for path, digest in tree.get("to_verify", {}).items() if mirror.content_hash(os.path.join(src, path)) != digest]
+    return sorted(tree["to_send"] + retimed)
 
 
 def _listing(src: str) -> dict[str, mirror.Entry]:

@@ -5,14 +5,16 @@
 
 The controller lists its tree (relative path, size, modification time, executable or not: no file is read);
 the node compares its copy by the same quick check rsync uses (size and modification time), removes what the
-controller no longer has, fixes owner and mode in place and names the files to send. Those come over in one tar
-archive and are unpacked with the controller's modification times, so the next run finds them equal.
+controller no longer has, fixes owner and mode in place and names the files to send; a file of the same size but
+another time is sent only when its content differs (a checkout elsewhere has other times). Those come over in one
+tar archive and are unpacked with the controller's modification times, so the next run finds them equal.
 
 Pure Python (stdlib only) so it runs on managed nodes, on the controller and in plain unit tests.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -63,15 +65,35 @@ def wanted_mode(entry: Entry) -> int:
     return EXECUTABLE_MODE if entry.executable else FILE_MODE
 
 
-def differences(wanted: Mapping[str, Entry], present: Mapping[str, Entry]) -> tuple[list[str], list[str]]:
-    """The files to send (missing, or another size or time) and the files to remove (not wanted), sorted."""
-    to_send = sorted(path for path, entry in wanted.items() if _quick(present.get(path)) != _quick(entry))
-    to_remove = sorted(set(present) - set(wanted))
-    return to_send, to_remove
+@dataclass(frozen=True)
+class Differences:
+    """What a node directory lacks against the controller's listing, sorted paths each."""
+
+    to_send: list[str]  # missing, or of another size
+    to_verify: list[str]  # the same size, another modification time: their content decides
+    to_remove: list[str]  # not in the listing
 
 
-def _quick(entry: Entry | None) -> tuple[int, int] | None:
-    return None if entry is None else (entry.size, entry.mtime)
+def differences(wanted: Mapping[str, Entry], present: Mapping[str, Entry]) -> Differences:
+    """Compare by size and modification time (rsync's quick check); a file that only differs in time is compared by
+    content before it is sent, so the same tree from another checkout (other times) sends nothing."""
+    to_send, to_verify = [], []
+    for path, entry in sorted(wanted.items()):
+        found = present.get(path)
+        if found is None or found.size != entry.size:
+            to_send.append(path)
+        elif found.mtime != entry.mtime:
+            to_verify.append(path)
+    return Differences(to_send, to_verify, sorted(set(present) - set(wanted)))
+
+
+def content_hash(path: str) -> str:
+    """SHA-256 of the file's content."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def bad_names(paths: Iterable[str]) -> list[str]:

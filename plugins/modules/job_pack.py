@@ -73,13 +73,13 @@ worker:
 launcher:
   description:
     - How the launcher container ended, before it was removed; C(running=true) means it was still running after
-      O(launcher_stop_wait) seconds (and was stopped by the removal).
+      O(launcher_stop_wait) seconds (and was stopped by the removal). C(removed) is missing in check mode.
   returned: when O(launcher_container) is given
   type: dict
   sample: {"present": true, "running": false, "exit_code": 0, "oom_killed": false, "removed": true}
 pruned:
   description: The job directories removed beside O(job_dir).
-  returned: when O(keep_jobs) is given
+  returned: when O(keep_jobs) is given, outside check mode
   type: list
   elements: str
   sample: ["20261101-120000-torchrun"]

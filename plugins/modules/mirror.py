@@ -14,7 +14,9 @@ description:
   - Lists each controller directory of O(trees) (sizes and modification times; no file is read), and has
     multinode.training.mirror_files compare the node's copy, remove what the controller no longer has and fix owners
     and modes. The files that differ (missing, or another size or modification time, as rsync's quick check) are
-    then sent in one tar archive per directory and unpacked with the controller's modification times.
+    then sent in one tar archive per directory and unpacked with the controller's modification times. A file of the
+    same size but another modification time is compared by content first (SHA-256 on both sides) and sent only when
+    it differs, so the same tree from another checkout sends nothing.
   - Symbolic links on the controller are followed (their targets are copied); only regular files are mirrored.
 author:
   - multinode.training team
@@ -75,12 +77,14 @@ RETURN = r"""
 trees:
   description:
     - By O(trees[].dest), the files sent (C(written); in check mode C(to_send)), C(removed) and C(fixed) (owner or
-      mode put right).
+      mode put right), and in C(to_verify) the node's files of the same size but another modification time, each with
+      its SHA-256 (those whose content differs were sent).
   returned: always
   type: dict
   sample:
     /opt/multinode/work/code:
       to_send: []
+      to_verify: {}
       written: [train.py]
       removed: []
       fixed: []

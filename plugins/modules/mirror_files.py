@@ -11,7 +11,8 @@ short_description: Bring node directories in line with a controller listing, or 
 description:
   - For each of O(trees), compares the node directory with the controller's listing by size and modification time
     (rsync's quick check), removes the files the listing does not have (and the directories that leaves empty), gives
-    every file and directory the owner and mode it should have and returns the files to send in RV(trees).
+    every file and directory the owner and mode it should have and returns the files to send in RV(trees), and the
+    SHA-256 of each file of the same size but another modification time, for the controller to compare.
   - With O(archives) it unpacks those files, each with the listing's modification time, so the next comparison
     finds them equal.
   - The multinode.training.mirror action runs it (once when nothing changed, twice when files are sent); it is
@@ -85,6 +86,7 @@ trees:
   sample:
     /opt/work/code:
       to_send: [train.py]
+      to_verify: {"README.md": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
       removed: [old.py]
       fixed: []
       written: []
@@ -106,13 +108,17 @@ from ansible_collections.multinode.training.plugins.module_utils import job_file
 
 def mirror_tree(dest: str, wanted: dict[str, mirror.Entry], archive: str | None, owner: int, group: int, check: bool) -> dict[str, Any]:
     """Bring one node directory in line with the controller's listing of it."""
-    to_send, to_remove = mirror.differences(wanted, mirror.listing(dest))
+    found = mirror.differences(wanted, mirror.listing(dest))
+    hashes = {path: mirror.content_hash(os.path.join(dest, path)) for path in found.to_verify}
     if check:
-        return {"to_send": to_send, "removed": to_remove, "fixed": mirror.fix_owners_and_modes(dest, wanted, owner, group, dry_run=True), "written": []}
-    mirror.remove_files(dest, to_remove)
+        fixed = mirror.fix_owners_and_modes(dest, wanted, owner, group, dry_run=True)
+        return {"to_send": found.to_send, "to_verify": hashes, "removed": found.to_remove, "fixed": fixed, "written": []}
+    mirror.remove_files(dest, found.to_remove)
     written = mirror.unpack(archive, dest, wanted, owner, group) if archive else []
     fixed = mirror.fix_owners_and_modes(dest, wanted, owner, group)
-    return {"to_send": sorted(set(to_send) - set(written)), "removed": to_remove, "fixed": fixed, "written": written}
+    left = sorted(set(found.to_send) - set(written))
+    verify = {path: digest for path, digest in hashes.items() if path not in written}
+    return {"to_send": left, "to_verify": verify, "removed": found.to_remove, "fixed": fixed, "written": written}
 
 
 def main() -> None:

@@ -90,8 +90,10 @@ def test_entries_turns_plain_data_back_into_entries() -> None:
 
 # --------------------------------------------------------------------------- differences
 
+NOTHING = mirror.Differences(to_send=[], to_verify=[], to_remove=[])
 
-def test_differences_sends_missing_resized_and_retimed_files_and_removes_extra_ones() -> None:
+
+def test_differences_sends_missing_and_resized_files_verifies_retimed_ones_and_removes_extra_ones() -> None:
     wanted = {
         "missing": Entry(1, T0, False),
         "equal": Entry(2, T0, False),
@@ -106,16 +108,18 @@ def test_differences_sends_missing_resized_and_retimed_files_and_removes_extra_o
         "extra_a": Entry(6, T0, False),
     }
 
-    assert mirror.differences(wanted, present) == (["missing", "other_mtime", "other_size"], ["extra_a", "extra_b"])
+    assert mirror.differences(wanted, present) == mirror.Differences(
+        to_send=["missing", "other_size"], to_verify=["other_mtime"], to_remove=["extra_a", "extra_b"]
+    )
 
 
 def test_differences_ignores_the_executable_bit_which_is_fixed_in_place() -> None:
-    assert mirror.differences({"run.sh": Entry(9, T0, True)}, {"run.sh": Entry(9, T0, False)}) == ([], [])
+    assert mirror.differences({"run.sh": Entry(9, T0, True)}, {"run.sh": Entry(9, T0, False)}) == NOTHING
 
 
 def test_differences_of_equal_trees_is_nothing() -> None:
     tree = {"a": Entry(1, T0, False), "b/c": Entry(2, T0 + 1, True)}
-    assert mirror.differences(tree, dict(tree)) == ([], [])
+    assert mirror.differences(tree, dict(tree)) == NOTHING
 
 
 # --------------------------------------------------------------------------- bad_names
@@ -248,7 +252,7 @@ def test_pack_then_unpack_writes_content_mode_and_the_listing_mtime(source: Path
     assert os.stat(node / "train.py").st_mtime == T0 + 10
     assert os.stat(node / "bin" / "run.sh").st_mtime == T0 + 20
     assert not (node / "not_wanted.txt").exists()
-    assert mirror.differences(wanted, mirror.listing(str(node))) == ([], [])
+    assert mirror.differences(wanted, mirror.listing(str(node))) == NOTHING
 
 
 def test_unpack_applies_the_listing_mtime_not_the_archived_one(source: Path, tmp_path: Path) -> None:
@@ -311,3 +315,9 @@ def test_a_symlinked_controller_file_arrives_as_its_target_content(tmp_path: Pat
 
     assert round_trip(controller, node, tmp_path / "files.tar", wanted) == ["config.yml"]
     assert (node / "config.yml").read_bytes() == b"lr: 0.1\n"
+
+
+def test_content_hash_is_the_sha256_of_the_content(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"test")
+    assert mirror.content_hash(str(path)) == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"

@@ -52,7 +52,7 @@ def test_first_run_on_an_empty_node_creates_dest_and_directories_and_asks_for_ev
 
     assert result["changed"] is True
     assert result["created"] == [str(tmp_path / "node"), str(jobs), str(dest)]
-    assert result["trees"] == {str(dest): {"to_send": [".config", "scripts/run.sh", "train.py"], "removed": [], "fixed": [], "written": []}}
+    assert result["trees"] == {str(dest): {"to_send": [".config", "scripts/run.sh", "train.py"], "to_verify": {}, "removed": [], "fixed": [], "written": []}}
     for directory in (tmp_path / "node", jobs, dest):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o750
     assert os.listdir(dest) == []
@@ -79,7 +79,7 @@ def test_check_mode_on_a_node_that_matches_reports_no_change(run_module: RunModu
     result = run(run_module, [{"dest": str(controller), "files": files_of(controller)}], _ansible_check_mode=True)
 
     assert result["changed"] is False
-    assert result["trees"][str(controller)] == {"to_send": [], "removed": [], "fixed": [], "written": []}
+    assert result["trees"][str(controller)] == {"to_send": [], "to_verify": {}, "removed": [], "fixed": [], "written": []}
 
 
 def test_check_mode_reports_the_mode_fixes_the_real_run_makes(run_module: RunModule, controller: Path) -> None:
@@ -135,7 +135,7 @@ def test_an_archive_is_unpacked_and_the_next_comparison_finds_nothing_to_do(
 
     assert again["changed"] is False
     assert again["created"] == []
-    assert again["trees"][str(dest)] == {"to_send": [], "removed": [], "fixed": [], "written": []}
+    assert again["trees"][str(dest)] == {"to_send": [], "to_verify": {}, "removed": [], "fixed": [], "written": []}
 
 
 def test_a_listing_with_a_name_outside_dest_fails_and_touches_nothing(run_module: RunModule, tmp_path: Path) -> None:
@@ -147,3 +147,15 @@ def test_a_listing_with_a_name_outside_dest_fails_and_touches_nothing(run_module
     assert result["failed"] is True
     assert result["msg"] == "file names outside the directory they mirror: ../x"
     assert not dest.exists()
+
+
+def test_a_file_of_the_same_size_but_another_time_is_offered_for_verification_with_its_hash(run_module, tmp_path):
+    dest = tmp_path / "node"
+    dest.mkdir()
+    (dest / "train.py").write_text("print(1)\n")
+    os.utime(dest / "train.py", (1_000_000, 1_000_000))
+    listing = {"train.py": {"size": 9, "mtime": 2_000_000, "executable": False}}
+    result = run_module(mirror_files.main, trees=[{"dest": str(dest), "files": listing}], owner=os.getuid(), group=os.getgid())
+    tree = result["trees"][str(dest)]
+    assert tree["to_send"] == []
+    assert tree["to_verify"] == {"train.py": mirror.content_hash(str(dest / "train.py"))}

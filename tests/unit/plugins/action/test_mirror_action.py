@@ -1,0 +1,24 @@
+"""The mirror action's choice of files to send: what the node named, and retimed files whose content differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ansible_collections.multinode.training.plugins.action.mirror import _to_send
+from ansible_collections.multinode.training.plugins.module_utils import mirror
+
+
+def test_a_retimed_file_is_sent_only_when_its_content_differs(tmp_path: Path) -> None:
+    (tmp_path / "same.py").write_text("a = 1\n")
+    (tmp_path / "edited.py").write_text("b = 2\n")
+    node_copy = tmp_path.parent / f"{tmp_path.name}-node.py"
+    node_copy.write_text("b = 3\n")  # same size, other content
+    tree = {
+        "to_send": ["new.py"],
+        "to_verify": {"same.py": mirror.content_hash(str(tmp_path / "same.py")), "edited.py": mirror.content_hash(str(node_copy))},
+    }
+    assert _to_send(str(tmp_path), tree) == ["edited.py", "new.py"]
+
+
+def test_nothing_to_verify_sends_what_the_node_named(tmp_path: Path) -> None:
+    assert _to_send(str(tmp_path), {"to_send": ["b", "a"]}) == ["a", "b"]
