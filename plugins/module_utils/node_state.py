@@ -15,28 +15,14 @@ Pure Python (stdlib only) so it runs on managed nodes and in plain unit tests.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
-import socket
-import time
-from urllib.parse import quote
 from typing import Any, Iterable, Mapping
+from urllib.parse import quote
+
+from ansible_collections.multinode.training.plugins.module_utils import docker_api
 
 RECORD_VERSION = 1
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over the Docker daemon's unix socket."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self._path)
 
 
 def tree_state(root: str) -> str:
@@ -59,101 +45,18 @@ def tree_state(root: str) -> str:
     return digest.hexdigest()
 
 
-def docker_request(
-    docker_socket: str, method: str, path: str, timeout: float = 5.0, body: Mapping[str, Any] | None = None
-) -> tuple[int, Any]:
-    """The status and JSON answer (None when empty) of a Docker API request with an optional JSON ``body``; status 0
-    when the daemon does not answer."""
-    connection = _UnixConnection(docker_socket, timeout)
-    payload = None if body is None else json.dumps(body).encode()
-    headers = {} if payload is None else {"Content-Type": "application/json"}
-    try:
-        connection.request(method, path, body=payload, headers=headers)
-        response = connection.getresponse()
-        answer = response.read()
-    except (OSError, http.client.HTTPException):
-        return 0, None
-    finally:
-        connection.close()
-    if not answer:
-        return response.status, None
-    try:
-        return response.status, json.loads(answer)
-    except ValueError:  # a plain-text error keeps its status; a success must be JSON
-        return (-1 if response.status in (200, 201) else response.status), None
-
-
-def docker_get(docker_socket: str, path: str, timeout: float = 5.0) -> tuple[int, Any]:
-    """The status and JSON body of a GET on the Docker API; status 0 when the daemon does not answer."""
-    return docker_request(docker_socket, "GET", path, timeout)
-
-
 def container_state(name: str, docker_socket: str) -> str:
     """``running <image id>``, ``stopped <image id>``, ``absent`` or ``no daemon`` (the socket does not answer)."""
-    status, info = docker_get(docker_socket, f"/containers/{quote(name)}/json")
+    status, info = docker_api.docker_get(docker_socket, f"/containers/{quote(name)}/json")
     if status != 200:
-        return _missing(status)
+        return docker_api.missing(status)
     return f"{'running' if info['State']['Running'] else 'stopped'} {info['Image']}"
-
-
-def container_details(name: str, docker_socket: str) -> dict[str, Any]:
-    """How a container is: present, running, its exit code and whether the kernel's OOM killer stopped it."""
-    status, info = docker_get(docker_socket, f"/containers/{quote(name)}/json")
-    if status != 200:
-        return {"present": False, "running": False, "exit_code": None, "oom_killed": False, "error": _missing(status)}
-    state = info["State"]
-    return {
-        "present": True,
-        "running": bool(state.get("Running")),
-        "exit_code": state.get("ExitCode"),
-        "oom_killed": bool(state.get("OOMKilled")),
-    }
-
-
-def stopped_container(name: str, docker_socket: str, wait_seconds: float, interval: float = 0.1) -> dict[str, Any]:
-    """``container_details`` once the container stopped, or once ``wait_seconds`` passed with it still running."""
-    deadline = time.monotonic() + wait_seconds
-    details = container_details(name, docker_socket)
-    while details["running"] and time.monotonic() < deadline:
-        time.sleep(interval)
-        details = container_details(name, docker_socket)
-    return details
-
-
-def remove_container(name: str, docker_socket: str) -> bool:
-    """Remove the container (stopping it first if it runs); whether there was one to remove."""
-    status, _ = docker_request(docker_socket, "DELETE", f"/containers/{quote(name)}?force=1", timeout=30.0)
-    if status not in (204, 404):
-        raise OSError(f"removing container {name}: Docker answered {_missing(status)}")
-    return status == 204
-
-
-def start_container(name: str, config: Mapping[str, Any], docker_socket: str) -> str:
-    """Create the container ``name`` from ``config`` (the Docker API's create body), replacing one of that name, and
-    start it; its id. OSError with the daemon's message when it refuses."""
-    remove_container(name, docker_socket)
-    status, created = docker_request(docker_socket, "POST", f"/containers/create?name={quote(name)}", 30.0, config)
-    if status != 201:
-        raise OSError(f"creating container {name}: {_refusal(status, created)}")
-    status, answer = docker_request(docker_socket, "POST", f"/containers/{created['Id']}/start", 30.0)
-    if status not in (204, 304):
-        raise OSError(f"starting container {name}: {_refusal(status, answer)}")
-    return str(created["Id"])
-
-
-def _refusal(status: int, answer: Any) -> str:
-    message = answer.get("message") if isinstance(answer, dict) else None
-    return f"{_missing(status)}: {message}" if message else _missing(status)
 
 
 def image_state(name: str, docker_socket: str) -> str:
     """The image id ``name`` (a tag) refers to, ``absent`` or ``no daemon``."""
-    status, info = docker_get(docker_socket, f"/images/{quote(name, safe='')}/json")
-    return str(info["Id"]) if status == 200 else _missing(status)
-
-
-def _missing(status: int) -> str:
-    return {0: "no daemon", 404: "absent", -1: "unreadable answer"}.get(status, f"error {status}")
+    status, info = docker_api.docker_get(docker_socket, f"/images/{quote(name, safe='')}/json")
+    return str(info["Id"]) if status == 200 else docker_api.missing(status)
 
 
 def process_state(pid_file: str) -> str:

@@ -91,7 +91,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import job_files, node_state, prune
+from ansible_collections.multinode.training.plugins.module_utils import docker_api, job_files, node_state, prune
 
 
 def main() -> None:
@@ -118,7 +118,7 @@ def main() -> None:
         module.fail_json(msg=error)
     result: dict[str, Any] = {}
     if params["launcher_container"]:
-        result["launcher"] = node_state.stopped_container(
+        result["launcher"] = docker_api.stopped_container(
             params["launcher_container"], params["docker_socket"], params["launcher_stop_wait"]
         )
     paths = job_files.job_files(
@@ -133,7 +133,7 @@ def main() -> None:
         os.chmod(params["dest"], 0o600)
     result.update(changed=not module.check_mode, files=len(paths), bytes=size)
     if params["worker_container"]:
-        details = node_state.container_details(params["worker_container"], params["docker_socket"])
+        details = docker_api.container_details(params["worker_container"], params["docker_socket"])
         result["worker"] = {"what": "worker container", **details}
     elif params["worker_pid_file"]:
         result["worker"] = {"what": "worker sshd", "running": node_state.process_state(params["worker_pid_file"]) == "running"}
@@ -148,7 +148,7 @@ def main() -> None:
 def _tidy_up(params: dict[str, Any], result: dict[str, Any]) -> None:
     """Remove the stopped launcher container and the oldest job directories, as asked."""
     if params["launcher_container"]:
-        result["launcher"]["removed"] = node_state.remove_container(params["launcher_container"], params["docker_socket"])
+        result["launcher"]["removed"] = docker_api.remove_container(params["launcher_container"], params["docker_socket"])
     if params["keep_jobs"] is not None:
         jobs_dir, job_id = os.path.split(params["job_dir"].rstrip("/"))
         result["pruned"] = prune.prune(jobs_dir, params["keep_jobs"], frozenset([job_id]))[0]

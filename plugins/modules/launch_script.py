@@ -23,7 +23,8 @@ description:
     the script exits with the first non-zero exit code. Needs bash 5.1 or later (C(wait -n -p)).
   - Every other launcher is run once, on the launcher node, its output in C(<job_dir>/logs/<launcher>.log); it
     stops all ranks itself when one fails, and SIGTERM/SIGINT to the script are passed on to it.
-  - The file is only rewritten, atomically, when its content differs.
+  - The file is only rewritten, atomically, when its content differs. With O(hostfile_dialect) the hostfile is written
+    the same way, and with O(container) the script is started in a new launcher container, all in one module run.
 author:
   - multinode.training maintainers
 extends_documentation_fragment:
@@ -126,6 +127,57 @@ options:
         M(multinode.training.hostfile)).
     type: str
     required: true
+  container:
+    description:
+      - Also start the script, in the same module run, in a new container of this name on the host network with an
+        init process (one of the same name is removed first), talking to the Docker daemon's socket directly. Not in
+        check mode.
+    type: dict
+    suboptions:
+      name:
+        description: Container name.
+        type: str
+        required: true
+      image:
+        description: Image to run (present on the node).
+        type: str
+        required: true
+      command:
+        description: The container's command, as an argv list (it runs the script).
+        type: list
+        elements: str
+        required: true
+      user:
+        description: User (name, uid or C(uid:gid)) the command runs as.
+        type: str
+        default: ""
+      working_dir:
+        description: Working directory of the command.
+        type: str
+        default: ""
+      volumes:
+        description: Bind mounts, as C(host path:container path[:options]).
+        type: list
+        elements: str
+        default: []
+      devices:
+        description: Device paths passed through at the same path, with C(rwm) access.
+        type: list
+        elements: path
+        default: []
+      groups:
+        description: Supplementary groups (names or GIDs) of the container's user.
+        type: list
+        elements: str
+        default: []
+      labels:
+        description: Labels of the container.
+        type: dict
+        default: {}
+      docker_socket:
+        description: The Docker daemon's socket.
+        type: path
+        default: /var/run/docker.sock
   hostfile_dialect:
     description:
       - Also write the hostfile of O(hosts) at O(hostfile_path) in this dialect (as M(multinode.training.hostfile)
@@ -277,6 +329,11 @@ argvs:
   type: list
   elements: list
   sample: [["mpiexec.hydra", "-n", "4", "-ppn", "2", "-f", "/work/jobs/job-2/hostfile", "python3", "train.py"]]
+container_id:
+  description: Id of the container started with O(container).
+  returned: when O(container) is set, outside check mode
+  type: str
+  sample: 4fec016c42bd0c3b9c5f2bd3c2a1e7a7b1d9a3b0c4d5e6f708192a3b4c5d6e7f
 hostfile:
   description: The rendered hostfile.
   returned: when O(hostfile_dialect) is set
@@ -286,6 +343,7 @@ hostfile:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.multinode.training.plugins.module_utils import docker_api
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
     DIALECTS,
@@ -305,6 +363,18 @@ from ansible_collections.multinode.training.plugins.module_utils.launch_script i
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
 
 HOSTFILE_MODE = "0640"
+CONTAINER_OPTIONS = dict(
+    name=dict(type="str", required=True),
+    image=dict(type="str", required=True),
+    command=dict(type="list", elements="str", required=True),
+    user=dict(type="str", default=""),
+    working_dir=dict(type="str", default=""),
+    volumes=dict(type="list", elements="str", default=[]),
+    devices=dict(type="list", elements="path", default=[]),
+    groups=dict(type="list", elements="str", default=[]),
+    labels=dict(type="dict", default={}),
+    docker_socket=dict(type="path", default="/var/run/docker.sock"),
+)
 
 # LaunchSpec's fields, as module options with the dataclass's defaults.
 SPEC_OPTIONS = dict(
@@ -353,6 +423,7 @@ def main() -> None:
             stage_paths=dict(type="list", elements="path", default=[]),
             placeholders=dict(type="dict", default={}),
             hostfile_dialect=dict(type="str", choices=list(DIALECTS)),
+            container=dict(type="dict", options=CONTAINER_OPTIONS),
             **SPEC_OPTIONS,
         ),
         add_file_common_args=True,
@@ -380,7 +451,19 @@ def main() -> None:
         hostfile_args = {**module.params, "path": module.params["hostfile_path"], "mode": HOSTFILE_MODE}
         written = ensure_content(module, module.params["hostfile_path"], hostfile, hostfile_args)
         result["changed"] = result["changed"] or written["changed"]
+    container = module.params["container"]
+    if container and not module.check_mode:
+        result.update(changed=True, container_id=start_container(module, container))
     module.exit_json(**result)
+
+
+def start_container(module: AnsibleModule, container: dict) -> str:
+    """Start the written script in its launcher container; its id."""
+    config = docker_api.launcher_config(**{name: container[name] for name in CONTAINER_OPTIONS if name not in ("name", "docker_socket")})
+    try:
+        return docker_api.start_container(container["name"], config, container["docker_socket"])
+    except OSError as exc:
+        module.fail_json(msg=f"the launch script is written, but its container did not start: {exc}")
 
 
 if __name__ == "__main__":

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import stat
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry, HostfileError, normalize_hosts, render_hostfile
 from ansible_collections.multinode.training.plugins.module_utils.launch import LaunchSpec, build
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import SSH_MULTIPLEXING, render_launch_script
 from ansible_collections.multinode.training.plugins.modules import launch_script
 
 HOSTS = [
@@ -146,3 +149,128 @@ def test_refuses_an_unknown_placeholder_value(tmp_path, run_module):
 def test_stages_the_given_paths(tmp_path, run_module):
     result = run(run_module, tmp_path / "launch.sh", stage_paths=["/ck/named job/epoch-3.pt"])
     assert "tar -C '/ck/named job' -cf - epoch-3.pt" in result["content"]
+
+
+# ---------------------------------------------------------------- hostfile_dialect and container: one module run
+
+RunModule = Callable[..., dict[str, Any]]
+
+
+def run_in(run_module: RunModule, tmp_path: Path, **changes: Any) -> dict[str, Any]:
+    """The module writing launch.sh and (with hostfile_dialect) the hostfile into tmp_path; owner/group omitted."""
+    return run(run_module, tmp_path / "launch.sh", **{"hostfile_path": str(tmp_path / "hostfile"), **changes})
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize("dialect", ["openmpi", "mpich", "intelmpi", "deepspeed"])
+def test_hostfile_is_written_with_mode_0640_and_returned(run_module: RunModule, tmp_path: Path, dialect: str) -> None:
+    expected = render_hostfile(normalize_hosts(HOSTS), dialect)
+
+    result = run_in(run_module, tmp_path, hostfile_dialect=dialect, mode="0750")
+
+    assert result["changed"] is True
+    assert result["hostfile"] == expected
+    assert (tmp_path / "hostfile").read_text() == expected
+    assert mode_of(tmp_path / "hostfile") == 0o640
+    assert mode_of(tmp_path / "launch.sh") == 0o750
+    assert sorted(os.listdir(tmp_path)) == ["hostfile", "launch.sh"]  # no temporary file left behind
+
+
+def test_openmpi_hostfile_content(run_module: RunModule, tmp_path: Path) -> None:
+    result = run_in(run_module, tmp_path, hostfile_dialect="openmpi")
+
+    assert result["hostfile"] == "10.0.0.1 slots=2\n10.0.0.2 slots=2\n10.0.0.3 slots=2\n"
+
+
+def test_second_identical_run_changes_nothing(run_module: RunModule, tmp_path: Path) -> None:
+    run_in(run_module, tmp_path, hostfile_dialect="mpich", mode="0750")
+
+    second = run_in(run_module, tmp_path, hostfile_dialect="mpich", mode="0750")
+
+    assert second["changed"] is False
+    assert second["hostfile"] == "10.0.0.1:2\n10.0.0.2:2\n10.0.0.3:2\n"
+
+
+def test_only_the_hostfile_changing_makes_the_run_changed(run_module: RunModule, tmp_path: Path) -> None:
+    run_in(run_module, tmp_path, hostfile_dialect="openmpi", mode="0750")
+
+    result = run_in(run_module, tmp_path, hostfile_dialect="mpich", mode="0750")
+
+    assert result["changed"] is True
+    assert (tmp_path / "hostfile").read_text() == "10.0.0.1:2\n10.0.0.2:2\n10.0.0.3:2\n"
+
+
+def test_a_hostfile_with_another_mode_is_fixed(run_module: RunModule, tmp_path: Path) -> None:
+    run_in(run_module, tmp_path, hostfile_dialect="openmpi", mode="0750")
+    (tmp_path / "hostfile").chmod(0o666)
+
+    result = run_in(run_module, tmp_path, hostfile_dialect="openmpi", mode="0750")
+
+    assert result["changed"] is True
+    assert mode_of(tmp_path / "hostfile") == 0o640
+    assert mode_of(tmp_path / "launch.sh") == 0o750
+
+
+def test_check_mode_writes_no_hostfile(run_module: RunModule, tmp_path: Path) -> None:
+    result = run_in(run_module, tmp_path, hostfile_dialect="openmpi", _ansible_check_mode=True)
+
+    assert result["changed"] is True
+    assert result["hostfile"] == "10.0.0.1 slots=2\n10.0.0.2 slots=2\n10.0.0.3 slots=2\n"
+    assert os.listdir(tmp_path) == []
+
+
+def test_without_hostfile_dialect_no_hostfile_is_written_or_returned(run_module: RunModule, tmp_path: Path) -> None:
+    result = run_in(run_module, tmp_path, mode="0750")
+
+    assert result["changed"] is True
+    assert "hostfile" not in result
+    assert os.listdir(tmp_path) == ["launch.sh"]
+
+
+def test_a_hostfile_the_dialect_cannot_express_fails_cleanly(run_module: RunModule, tmp_path: Path) -> None:
+    hosts = [HOSTS[0], HOSTS[1], {**HOSTS[2], "slots": 4}]
+
+    result = run_in(run_module, tmp_path, hosts=hosts, hostfile_dialect="intelmpi")
+
+    assert result["failed"] is True
+    assert "-ppn" in result["msg"]
+
+
+# --------------------------------------------------------------------------- SSH multiplexing
+
+
+def test_torchrun_script_multiplexes_ssh_on_the_check_and_every_agent_line(run_module: RunModule, tmp_path: Path) -> None:
+    ssh = shlex.join(["ssh", "-p", "2222", *SSH_MULTIPLEXING])
+    assert "ControlMaster=auto" in ssh and "ControlPersist=" in ssh
+
+    lines = run_in(run_module, tmp_path)["content"].splitlines()
+
+    check_lines = [line for line in lines if line.startswith("check() {")]
+    assert len(check_lines) == 1
+    assert check_lines[0].startswith(f'check() {{ {ssh} "$2" true ')
+    agent_lines = [line for line in lines if line.startswith("ssh ")]
+    assert [line.split()[len(ssh.split())] for line in agent_lines] == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    for line in agent_lines:
+        assert line.startswith(f"{ssh} ")
+        assert "torchrun" in line
+    content = "\n".join(lines)
+    assert content.count("ssh -p 2222") == content.count(ssh)  # the abort's kill too: no ssh without it
+
+
+CONTAINER = {"name": "job-launcher", "image": "img:latest", "command": ["bash", "launch.sh"]}
+
+
+def test_check_mode_starts_no_container(run_module: RunModule, tmp_path: Path) -> None:
+    result = run_in(run_module, tmp_path, container={**CONTAINER, "docker_socket": str(tmp_path / "none.sock")}, _ansible_check_mode=True)
+    assert "container_id" not in result
+    assert not result.get("failed")
+
+
+def test_a_container_that_cannot_start_fails_naming_the_written_script(run_module: RunModule, tmp_path: Path) -> None:
+    result = run_in(run_module, tmp_path, container={**CONTAINER, "docker_socket": str(tmp_path / "none.sock")})
+    assert result["failed"] is True
+    assert "the launch script is written, but its container did not start" in result["msg"]
+    assert (tmp_path / "launch.sh").exists()

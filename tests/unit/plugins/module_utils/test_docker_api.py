@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests of node_state.docker_request, stopped_container and remove_container against a fake Docker API
+"""Unit tests of docker_api.docker_request, stopped_container and remove_container against a fake Docker API
 served over a real unix socket."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils import node_state
+from ansible_collections.multinode.training.plugins.module_utils import docker_api
 
 
 @dataclass
@@ -35,6 +35,8 @@ class FakeDocker:
     path: str
     containers: dict[str, FakeContainer] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    created: dict[str, dict[str, object]] = field(default_factory=dict)  # create bodies, by container name
+    images: set[str] = field(default_factory=lambda: {"img:latest"})
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -65,6 +67,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
         else:
             self._answer(status, {"message": "No such container" if status == 404 else "boom"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        fake = self.server.fake
+        fake.requests.append(("POST", self.path))
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if self.path.startswith("/containers/create?name="):
+            name = self.path.removeprefix("/containers/create?name=")
+            if body.get("Image") not in fake.images:
+                self._answer(404, {"message": f"No such image: {body.get('Image')}"})
+                return
+            fake.created[name] = body
+            fake.containers[name] = FakeContainer(running_gets=None)
+            self._answer(201, {"Id": f"id-{name}", "Warnings": []})
+        elif self.path.endswith("/start"):
+            self.send_response(204)
+            self.end_headers()
+        else:
+            self._answer(404, {"message": "page not found"})
 
     def _answer(self, status: int, body: dict[str, object]) -> None:
         payload = json.dumps(body).encode()
@@ -108,25 +128,25 @@ def docker() -> Iterator[FakeDocker]:
 def test_docker_request_returns_status_and_json_body(docker: FakeDocker) -> None:
     docker.containers["web"] = FakeContainer(running_gets=None)
 
-    status, body = node_state.docker_request(docker.path, "GET", "/containers/web/json")
+    status, body = docker_api.docker_request(docker.path, "GET", "/containers/web/json")
 
     assert status == 200
     assert body == {"State": {"Running": True, "ExitCode": 0, "OOMKilled": False}, "Image": "sha256:x"}
 
 
 def test_docker_request_gives_the_json_answer_of_an_error_status(docker: FakeDocker) -> None:
-    assert node_state.docker_request(docker.path, "GET", "/containers/absent/json") == (404, {"message": "No such container"})
+    assert docker_api.docker_request(docker.path, "GET", "/containers/absent/json") == (404, {"message": "No such container"})
 
 
 def test_docker_request_gives_no_body_for_204(docker: FakeDocker) -> None:
     docker.containers["web"] = FakeContainer()
 
-    assert node_state.docker_request(docker.path, "DELETE", "/containers/web?force=1") == (204, None)
+    assert docker_api.docker_request(docker.path, "DELETE", "/containers/web?force=1") == (204, None)
     assert docker.requests == [("DELETE", "/containers/web?force=1")]
 
 
 def test_docker_request_returns_status_0_when_the_socket_does_not_exist(tmp_path: Path) -> None:
-    assert node_state.docker_request(str(tmp_path / "absent.sock"), "GET", "/containers/web/json") == (0, None)
+    assert docker_api.docker_request(str(tmp_path / "absent.sock"), "GET", "/containers/web/json") == (0, None)
 
 
 # --------------------------------------------------------------------------- stopped_container
@@ -136,7 +156,7 @@ def test_stopped_container_returns_as_soon_as_it_stops(docker: FakeDocker) -> No
     docker.containers["worker"] = FakeContainer(running_gets=2, exit_code=137)
     start = time.monotonic()
 
-    details = node_state.stopped_container("worker", docker.path, wait_seconds=5, interval=0.05)
+    details = docker_api.stopped_container("worker", docker.path, wait_seconds=5, interval=0.05)
 
     assert time.monotonic() - start < 2
     assert details == {"present": True, "running": False, "exit_code": 137, "oom_killed": False}
@@ -148,7 +168,7 @@ def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(docker: Fak
     docker.containers["worker"] = FakeContainer(running_gets=None)
     start = time.monotonic()
 
-    details = node_state.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.05)
+    details = docker_api.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.05)
 
     assert 0.3 <= time.monotonic() - start < 2
     assert details == {"present": True, "running": True, "exit_code": 0, "oom_killed": False}
@@ -156,7 +176,7 @@ def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(docker: Fak
 
 
 def test_stopped_container_of_an_absent_container_returns_at_once(docker: FakeDocker) -> None:
-    details = node_state.stopped_container("absent", docker.path, wait_seconds=5, interval=0.05)
+    details = docker_api.stopped_container("absent", docker.path, wait_seconds=5, interval=0.05)
 
     assert details == {"present": False, "running": False, "exit_code": None, "oom_killed": False, "error": "absent"}
     assert len(docker.requests) == 1
@@ -168,13 +188,13 @@ def test_stopped_container_of_an_absent_container_returns_at_once(docker: FakeDo
 def test_remove_container_is_true_when_docker_removed_it(docker: FakeDocker) -> None:
     docker.containers["worker"] = FakeContainer(running_gets=None)
 
-    assert node_state.remove_container("worker", docker.path) is True
+    assert docker_api.remove_container("worker", docker.path) is True
     assert docker.requests == [("DELETE", "/containers/worker?force=1")]
     assert "worker" not in docker.containers
 
 
 def test_remove_container_is_false_when_there_was_none(docker: FakeDocker) -> None:
-    assert node_state.remove_container("absent", docker.path) is False
+    assert docker_api.remove_container("absent", docker.path) is False
     assert docker.requests == [("DELETE", "/containers/absent?force=1")]
 
 
@@ -182,9 +202,46 @@ def test_remove_container_raises_when_docker_fails(docker: FakeDocker) -> None:
     docker.containers["worker"] = FakeContainer(delete_status=500)
 
     with pytest.raises(OSError, match=r"^removing container worker: Docker answered error 500$"):
-        node_state.remove_container("worker", docker.path)
+        docker_api.remove_container("worker", docker.path)
 
 
 def test_remove_container_raises_when_there_is_no_daemon(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="Docker answered no daemon"):
-        node_state.remove_container("worker", str(tmp_path / "absent.sock"))
+        docker_api.remove_container("worker", str(tmp_path / "absent.sock"))
+
+
+# --------------------------------------------------------------------------- start_container
+
+
+def test_start_container_replaces_one_of_the_same_name_then_creates_and_starts(docker: FakeDocker) -> None:
+    docker.containers["job-launcher"] = FakeContainer(running_gets=None)
+    config = docker_api.launcher_config("img:latest", ["bash", "/jobs/1/launch.sh"], user="1000:1000", labels={"job": 1})
+    assert docker_api.start_container("job-launcher", config, docker.path) == "id-job-launcher"
+    assert docker.requests == [
+        ("DELETE", "/containers/job-launcher?force=1"),
+        ("POST", "/containers/create?name=job-launcher"),
+        ("POST", "/containers/id-job-launcher/start"),
+    ]
+    assert docker.created["job-launcher"]["Cmd"] == ["bash", "/jobs/1/launch.sh"]
+    assert docker.created["job-launcher"]["Labels"] == {"job": "1"}
+
+
+def test_start_container_names_the_daemon_refusal(docker: FakeDocker) -> None:
+    config = docker_api.launcher_config("missing:latest", ["true"])
+    with pytest.raises(OSError, match="creating container x: .*No such image: missing:latest"):
+        docker_api.start_container("x", config, docker.path)
+
+
+def test_launcher_config_is_host_network_with_init_and_devices_passed_through() -> None:
+    config = docker_api.launcher_config(
+        "img", ["true"], volumes=["/a:/a:rw"], devices=["/dev/dri/renderD128"], groups=[44, "109"]
+    )
+    assert config["HostConfig"] == {
+        "NetworkMode": "host",
+        "Init": True,
+        "Binds": ["/a:/a:rw"],
+        "Devices": [{"PathOnHost": "/dev/dri/renderD128", "PathInContainer": "/dev/dri/renderD128", "CgroupPermissions": "rwm"}],
+        "GroupAdd": ["44", "109"],
+    }
+    assert (config["User"], config["WorkingDir"], config["Labels"]) == ("", "", {})
+
