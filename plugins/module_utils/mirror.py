@@ -40,11 +40,14 @@ class Entry:
 
 
 def listing(root: str) -> dict[str, Entry]:
-    """Every regular file under ``root`` (hidden ones too; symbolic links followed, as a copy would, and broken ones
-    left out), by path relative to ``root``."""
+    """Every regular file under ``root`` (hidden ones too; symbolic links followed, as a copy would, but broken ones
+    left out and a directory reached again through a link walked only once), by path relative to ``root``."""
     found = {}
+    visited = set()
     for directory, subdirectories, files in os.walk(root, followlinks=True):
-        subdirectories.sort()
+        # A link back up the tree would be walked forever: each real directory once.
+        visited.add(os.path.realpath(directory))
+        subdirectories[:] = sorted(name for name in subdirectories if os.path.realpath(os.path.join(directory, name)) not in visited)
         for name in sorted(files):
             path = os.path.join(directory, name)
             try:

@@ -321,3 +321,11 @@ def test_content_hash_is_the_sha256_of_the_content(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"test")
     assert mirror.content_hash(str(path)) == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+
+def test_listing_walks_a_link_back_up_the_tree_only_once(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "loop").symlink_to(tmp_path)
+    assert sorted(mirror.listing(str(tmp_path))) == ["pkg/mod.py"]
+
