@@ -36,6 +36,24 @@ def make_directories(paths: Iterable[str], uid: int, gid: int, mode: int = 0o750
     return created
 
 
+def earlier_run(job_dir: str, keep: Iterable[str]) -> list[str]:
+    """What an earlier run of the same job id left in ``job_dir`` (its logs, rank status, copy of the code, outputs,
+    launch files), every entry but those of ``keep`` (the checkpoints a re-run resumes from); sorted paths."""
+    if not os.path.isdir(job_dir):
+        return []
+    kept = {os.path.abspath(path) for path in keep}
+    return sorted(path for path in (os.path.join(job_dir, name) for name in os.listdir(job_dir)) if os.path.abspath(path) not in kept)
+
+
+def remove_paths(paths: Iterable[str]) -> None:
+    """Remove files, links and directory trees."""
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+
+
 def copy_tree(source: str, destination: str, uid: int, gid: int) -> bool:
     """Copy ``source`` to ``destination`` (modes and modification times kept, symbolic links as links), every
     copied path owned by uid:gid, unless ``destination`` exists. Whether it copied."""

@@ -106,6 +106,13 @@ options:
     description: The training code on this node, copied to O(work_dir) when O(work_dir) does not exist; empty for none.
     type: path
     default: ""
+  fresh:
+    description:
+      - First remove what an earlier run of the same job id left in O(job_dir) (its logs, rank status, copy of the
+        code, outputs and launch files; everything but O(checkpoint_dir)), so a re-run with the same id reads and
+        runs nothing of the earlier one. A job id used for the first time has nothing to remove.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -130,6 +137,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+cleared:
+  description: What an earlier run of the same job id had left and was removed (O(fresh)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["/opt/multinode/lab/work/jobs/job-1/logs", "/opt/multinode/lab/work/jobs/job-1/status"]
 created:
   description: The directories created, and O(work_dir) when the code was copied there.
   returned: always
@@ -184,6 +197,7 @@ def main() -> None:
             env_script=dict(type="path", default=""),
             directories=dict(type="list", elements="path", default=[]),
             code_dir=dict(type="path", default=""),
+            fresh=dict(type="bool", default=False),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -202,13 +216,23 @@ def main() -> None:
         content = render_rank_wrapper(node, job, env, env_script=params["env_script"])
     except ContractError as exc:
         module.fail_json(msg=str(exc))
-    created = set_up_job(module)
+    cleared, created = set_up_job(module)
     written = ensure_content(module, params["path"], content)
-    module.exit_json(path=params["path"], content=content, created=created, **{**written, "changed": written["changed"] or bool(created)})
+    changed = written["changed"] or bool(created) or bool(cleared)
+    module.exit_json(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
 
 
-def set_up_job(module: AnsibleModule) -> list[str]:
-    """The job's directories and its copy of the code (what exists is left alone); what was created."""
+def set_up_job(module: AnsibleModule) -> tuple[list[str], list[str]]:
+    """What an earlier run of the job id left removed (with O(fresh)), then the job's directories and its copy of
+    the code (what exists is left alone); what was removed and what was created."""
+    params = module.params
+    cleared = job_files.earlier_run(params["job_dir"], [params["checkpoint_dir"]]) if params["fresh"] else []
+    if cleared and not module.check_mode:
+        job_files.remove_paths(cleared)
+    return cleared, _create(module)
+
+
+def _create(module: AnsibleModule) -> list[str]:
     params = module.params
     missing = [path for path in params["directories"] if not os.path.isdir(path)]
     copy = bool(params["code_dir"]) and not os.path.exists(params["work_dir"])

@@ -13,9 +13,9 @@ short_description: Make the controller's run directory ready for a job that is a
 description:
   - Runs on the controller only; connects to no node.
   - Creates O(runs_dir)C(/<job_id>), removes what an earlier run of the same job id left there that would mislead
-    (C(summary.json), C(live.log), C(progress.jsonl), a C(cancel) request), points O(runs_dir)C(/latest) at it, and
-    keeps the newest O(keep) runs (C(0) keeps all; the starting run is never removed).
-  - Its C(nodes/) directory is left alone; the job's collection writes over it.
+    (C(summary.json), C(live.log), C(progress.jsonl), a C(cancel) request, and the files collected from its nodes,
+    C(nodes/), which the new collection would otherwise merge into), points O(runs_dir)C(/latest) at it, and keeps
+    the newest O(keep) runs (C(0) keeps all; the starting run is never removed).
 author:
   - multinode.training team
 extends_documentation_fragment:

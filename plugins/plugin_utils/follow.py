@@ -11,6 +11,7 @@ record per line: started, epoch, node_exit, abort, cancel, launcher_exit), which
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ SUMMARY_FILE = "summary.json"
 LATEST = "latest"
 # What an earlier run of the same job id left that would mislead watch, train() or job_wait.
 STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE)
+# What job_collect unpacked for an earlier run of the same id: the new run's collection must not merge into it.
+COLLECTED_DIR = "nodes"
 
 
 def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
@@ -37,6 +40,9 @@ def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
         if (run_dir / name).exists():
             (run_dir / name).unlink()
             changes.append(f"removed the earlier run's {name}")
+    if (run_dir / COLLECTED_DIR).is_dir():
+        shutil.rmtree(run_dir / COLLECTED_DIR)
+        changes.append(f"removed the earlier run's {COLLECTED_DIR}/")
     latest = runs_dir / LATEST
     if not latest.is_symlink() or os.readlink(latest) != job_id:
         temporary = runs_dir / f".{LATEST}.{os.getpid()}"

@@ -84,3 +84,19 @@ def test_pack_names_members_relative_to_the_job(tmp_path: Path) -> None:
     with tarfile.open(archive) as opened:
         assert opened.getnames() == ["rank.sh", "logs/rank-0.log"]
     assert size == len("#!/bin/bash\n") + len("12345\n")
+
+
+def test_an_earlier_run_of_the_job_id_is_everything_but_the_checkpoints(tmp_path: Path) -> None:
+    job = tmp_path / "job-1"
+    for name in ("logs", "status", "work", "outputs", "checkpoints"):
+        (job / name).mkdir(parents=True)
+    (job / "launch.sh").write_text("#!/bin/bash\n")
+    (job / "status" / "rank-2.json").write_text("{}\n")
+    found = job_files.earlier_run(str(job), [str(job / "checkpoints")])
+    assert found == [str(job / name) for name in ("launch.sh", "logs", "outputs", "status", "work")]
+    job_files.remove_paths(found)
+    assert [path.name for path in job.iterdir()] == ["checkpoints"]
+
+
+def test_a_new_job_id_has_no_earlier_run(tmp_path: Path) -> None:
+    assert job_files.earlier_run(str(tmp_path / "job-2"), []) == []

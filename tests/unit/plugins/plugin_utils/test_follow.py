@@ -198,9 +198,10 @@ def test_start_run_dir_removes_what_an_earlier_run_of_the_id_left(tmp_path: Path
     (run / "nodes" / "node1" / "rank.sh").write_text("old\n")
     for name in STALE_FILES:
         (run / name).write_text("old\n")
-    start_run_dir(tmp_path, "job-1", keep=0)
-    assert sorted(path.name for path in run.iterdir()) == ["nodes"]
-    assert (run / "nodes" / "node1" / "rank.sh").exists(), "collected files are left for the collection to overwrite"
+    changes = start_run_dir(tmp_path, "job-1", keep=0)
+    # Collected files go too: an overwrite would leave the earlier run's extra files (a rank's status, an output).
+    assert list(run.iterdir()) == []
+    assert "removed the earlier run's nodes/" in changes
 
 
 def test_start_run_dir_moves_latest_and_keeps_the_newest_runs(tmp_path: Path) -> None:
