@@ -60,6 +60,9 @@ options:
     required: true
 notes:
   - Files are V(0640), or V(0750) when the controller's file is executable by anyone; directories V(0750).
+  - The files to send are packed into a tar archive in the controller's temporary directory, and it is put in the
+    node's before unpacking, so both need room for them (the whole tree on a first sync of a large data set); a
+    data set that large is better shared (the workload role's C(workload_data_path)).
 """
 
 EXAMPLES = r"""
