@@ -20,7 +20,7 @@ def _observes(observed: dict[str, Any], args: dict[str, Any]) -> bool:
     """Whether ``observed`` (node_facts' RV(provisioning)) answers this check: the same record and watched things."""
     if args.get("state", "check") != "check" or observed.get("path") != args.get("path"):
         return False
-    watched = [args.get(name) or [] for name in ("trees", "containers", "images", "pid_files")]
+    watched = [args.get(name) or [] for name in node_state.WATCHED]
     return sorted(node_state.part_names(*watched)) == sorted(observed.get("parts") or {})
 
 

@@ -77,6 +77,23 @@ def process_state(pid_file: str) -> str:
     return "running"
 
 
+# The watched things and the Docker socket they are read through: options of the node_state module and of
+# node_facts' watch, which observes the same parts for node_state's check.
+WATCHED = ("trees", "containers", "images", "pid_files")
+WATCHED_OPTIONS: dict[str, dict[str, Any]] = dict(
+    trees=dict(type="list", elements="path", default=[]),
+    containers=dict(type="list", elements="str", default=[]),
+    images=dict(type="list", elements="str", default=[]),
+    pid_files=dict(type="list", elements="path", default=[]),
+    docker_socket=dict(type="path", default="/var/run/docker.sock"),
+)
+
+
+def watched_parts(params: Mapping[str, Any]) -> dict[str, str]:
+    """``node_parts`` of the watched things a module's ``params`` (with WATCHED_OPTIONS) name."""
+    return node_parts(*(params[name] for name in WATCHED), params["docker_socket"])
+
+
 def part_names(trees: Iterable[str], containers: Iterable[str], images: Iterable[str], pid_files: Iterable[str]) -> list[str]:
     """The names of the parts ``node_parts`` returns for these watched things, in its order."""
     return (

@@ -319,11 +319,16 @@ def group_text(root: str) -> str:
     return read_text(path) if os.path.isfile(path) else ""
 
 
-def route_to(module: AnsibleModule, peer: str) -> dict:
-    ip = module.get_bin_path("ip", required=True)
-    rc, out, err = module.run_command([ip, "-o", "route", "get", peer])
+def ip_output(module: AnsibleModule, *arguments: str) -> str:
+    """The output of ``ip arguments``; the module fails naming the command when it does."""
+    rc, out, err = module.run_command([module.get_bin_path("ip", required=True), *arguments])
     if rc != 0:
-        module.fail_json(msg=f"ip route get {peer} failed: {(err or out).strip()}", rc=rc)
+        module.fail_json(msg=f"ip {' '.join(arguments)} failed: {(err or out).strip()}", rc=rc)
+    return out
+
+
+def route_to(module: AnsibleModule, peer: str) -> dict:
+    out = ip_output(module, "-o", "route", "get", peer)
     try:
         return dict(peer=peer, **parse_route_get(out))
     except ValueError as exc:
@@ -331,11 +336,7 @@ def route_to(module: AnsibleModule, peer: str) -> dict:
 
 
 def ipv4_addresses(module: AnsibleModule) -> dict[str, list[str]]:
-    ip = module.get_bin_path("ip", required=True)
-    rc, out, err = module.run_command([ip, "-o", "-4", "addr", "show"])
-    if rc != 0:
-        module.fail_json(msg=f"ip -o -4 addr show failed: {(err or out).strip()}", rc=rc)
-    return parse_ipv4_addresses(out)
+    return parse_ipv4_addresses(ip_output(module, "-o", "-4", "addr", "show"))
 
 
 def main() -> None:
@@ -345,14 +346,7 @@ def main() -> None:
             sysfs_root=dict(type="path", default="/"),
             watch=dict(
                 type="dict",
-                options=dict(
-                    record=dict(type="path", required=True),
-                    trees=dict(type="list", elements="path", default=[]),
-                    containers=dict(type="list", elements="str", default=[]),
-                    images=dict(type="list", elements="str", default=[]),
-                    pid_files=dict(type="list", elements="path", default=[]),
-                    docker_socket=dict(type="path", default="/var/run/docker.sock"),
-                ),
+                options=dict(record=dict(type="path", required=True), **node_state.WATCHED_OPTIONS),
             ),
         ),
         supports_check_mode=True,
@@ -375,7 +369,7 @@ def main() -> None:
         facts["provisioning"] = dict(
             path=watch["record"],
             record=node_state.read_record(watch["record"]),
-            parts=node_state.node_parts(watch["trees"], watch["containers"], watch["images"], watch["pid_files"], watch["docker_socket"]),
+            parts=node_state.watched_parts(watch),
         )
     module.exit_json(changed=False, ansible_facts=dict(multinode_node=facts))
 

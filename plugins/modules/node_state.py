@@ -130,20 +130,14 @@ def main() -> None:
             inputs=dict(type="str"),
             observed=dict(type="dict"),
             roles=dict(type="list", elements="str", default=["oneapi", "host_runtime", "container_runtime", "gpu_drivers", "ssh_mesh", "workers"]),
-            trees=dict(type="list", elements="path", default=[]),
-            containers=dict(type="list", elements="str", default=[]),
-            images=dict(type="list", elements="str", default=[]),
-            pid_files=dict(type="list", elements="path", default=[]),
-            docker_socket=dict(type="path", default="/var/run/docker.sock"),
+            **node_state.WATCHED_OPTIONS,
         ),
         supports_check_mode=True,
     )
     params = module.params
     if not params["inputs"]:
         module.fail_json(msg="inputs is missing: run this module through its action plugin, which computes it")
-    parts = node_state.node_parts(
-        params["trees"], params["containers"], params["images"], params["pid_files"], params["docker_socket"]
-    )
+    parts = node_state.watched_parts(params)
     found = node_state.differences(node_state.read_record(params["path"]), params["inputs"], parts)
     changed = False
     if params["state"] == "record" and found:
