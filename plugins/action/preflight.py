@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
@@ -76,6 +76,7 @@ class ActionModule(ActionBase):
         problems = (
             preflight.merge_hosts(found, hosts)
             + preflight.inventory_problems(launchers, workers, entries, groups)
+            + preflight.runtime_problems(values[first][0])
             + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
         )
         result.update(changed=False, problems=[str(problem) for problem in problems], checked_hosts=len(hosts))

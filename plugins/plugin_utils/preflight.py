@@ -233,6 +233,21 @@ def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Pr
     ]
 
 
+# The launchers that run on the hosts themselves (training_runtime=host); the others need the training image.
+HOST_RUNTIME_LAUNCHERS = ("torchrun", "mpiexec")
+
+
+def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
+    """The launcher can run where the run puts it: on the hosts only torchrun and mpiexec (the others' MPI is in
+    the training image). ``values`` are the launcher host's own."""
+    runtime = values.get("launcher_runtime") or values.get("training_runtime") or values.get("cluster_runtime") or "container"
+    launcher = values.get("launcher_type") or "torchrun"
+    if runtime != "host" or launcher in HOST_RUNTIME_LAUNCHERS:
+        return []
+    allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
+    return [Problem("launcher_type", f"{launcher!r} needs the training image (its MPI is installed there); on the hosts (training_runtime=host) use {allowed}")]
+
+
 def controller_problems(workload_src: str, script: str, data_src: str, runs_dir: str) -> list[Problem]:
     """The code directory and the training script exist on the controller, so do the data set and runs/."""
     problems = []

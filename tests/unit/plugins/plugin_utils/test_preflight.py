@@ -390,6 +390,31 @@ def test_a_missing_runs_directory_is_created_later(tmp_path: Path) -> None:
     assert controller(code_dir(tmp_path / "code"), runs_dir=tmp_path / "not-yet") == []
 
 
+# ------------------------------------------------------------------------------------------------ runtime_problems
+
+MPI_NEEDS_IMAGE = Problem(
+    "launcher_type", "'mpirun' needs the training image (its MPI is installed there); on the hosts (training_runtime=host) use torchrun or mpiexec"
+)
+
+
+@pytest.mark.parametrize(
+    ("values", "problems"),
+    [
+        ({}, []),
+        ({"launcher_type": "mpirun"}, []),
+        ({"training_runtime": "host"}, []),
+        ({"training_runtime": "host", "launcher_type": "mpiexec"}, []),
+        ({"training_runtime": "host", "launcher_type": "mpirun"}, [MPI_NEEDS_IMAGE]),
+        ({"cluster_runtime": "host", "launcher_type": "mpirun"}, [MPI_NEEDS_IMAGE]),
+        # The launcher role's own variable comes first, then the run's, then the cluster's.
+        ({"launcher_runtime": "container", "training_runtime": "host", "launcher_type": "mpirun"}, []),
+        ({"launcher_runtime": "host", "cluster_runtime": "container", "launcher_type": "mpirun"}, [MPI_NEEDS_IMAGE]),
+    ],
+)
+def test_only_torchrun_and_mpiexec_run_on_the_hosts(values: dict[str, str], problems: list[Problem]) -> None:
+    assert preflight.runtime_problems(values) == problems
+
+
 # ------------------------------------------------------------------------------------------------ merge_hosts
 
 HOSTS = ["node0", "node1", "node2"]
