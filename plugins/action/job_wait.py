@@ -26,6 +26,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "container": {"type": "str"},
     "check_pid": {"type": "bool", "default": False},
     "liveness_every": {"type": "int", "default": 10},
+    "until": {"type": "str", "default": "launcher_exit", "choices": ["launcher_exit", "ranks_succeeded"]},
 }
 
 
@@ -42,20 +43,24 @@ class ActionModule(ActionBase):
         run_dir.mkdir(parents=True, exist_ok=True)
         follower = Follower(run_dir=run_dir, world_size=args["world_size"], heartbeat_seconds=args["heartbeat"])
         cancel_file = Path(args["cancel_file"] or run_dir / CANCEL_FILE)
-        ended_by, cancelled = self._follow(args, follower, cancel_file, task_vars or {})
+        ended_by, cancelled, offsets = self._follow(args, follower, cancel_file, task_vars or {})
         result.update(
             changed=False,
             ended_by=ended_by,
             cancelled=cancelled,
             launcher_exit_code=follower.launcher_exit_code,
             ranks_started=len(follower.started),
+            offsets=offsets,
             epochs=follower.epochs,
             seconds=round(time.monotonic() - follower.began, 2),
         )
         return result
 
-    def _follow(self, args: dict[str, Any], follower: Follower, cancel_file: Path, task_vars: dict[str, Any]) -> tuple[str, bool]:
-        """Poll until the launch script logged its exit, its process or container is gone, or time is up."""
+    def _follow(
+        self, args: dict[str, Any], follower: Follower, cancel_file: Path, task_vars: dict[str, Any]
+    ) -> tuple[str, bool, dict[str, int]]:
+        """Poll until the launch script logged its exit (or, with until=ranks_succeeded, every rank ended with 0), its
+        process or container is gone, or time is up. How it ended, whether it was cancelled, the logs' offsets."""
         deadline = time.monotonic() + args["timeout"]
         offsets: dict[str, int] = {}
         cancelled = False
@@ -66,14 +71,16 @@ class ActionModule(ActionBase):
             # The module reads for a poll period on the node and returns early when the launcher ends.
             status = execute(self, "multinode.training.job_status", task_vars,
                              {"job_dir": args["job_dir"], "offsets": offsets, "stop": stop, "check_pid": args["check_pid"],
-                              "wait": 0 if stop else args["poll"]})
+                              "wait": 0 if stop else args["poll"], "ranks_to_end": self._ranks_to_end(args, follower)})
             if stop:
                 cancelled = True
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
             offsets = dict(status["offsets"])
             self._show(follower, status["chunks"])
             if follower.ended:
-                return "launcher_exit", cancelled
+                return "launcher_exit", cancelled, offsets
+            if args["until"] == "ranks_succeeded" and follower.ranks_succeeded and not cancelled:
+                return "ranks_succeeded", cancelled, offsets
             gone = status.get("launcher_running") is False
             if args["container"] and polled >= next_liveness:
                 next_liveness = polled + args["liveness_every"]
@@ -82,7 +89,14 @@ class ActionModule(ActionBase):
                 # What the launcher wrote in its last moments.
                 last = execute(self, "multinode.training.job_status", task_vars, {"job_dir": args["job_dir"], "offsets": offsets})
                 self._show(follower, last["chunks"])
-                return ("not_running" if gone else "timeout"), cancelled
+                return ("not_running" if gone else "timeout"), cancelled, dict(last["offsets"])
+
+    @staticmethod
+    def _ranks_to_end(args: dict[str, Any], follower: Follower) -> int:
+        """The ranks whose end lets the node's read return early: those not ended yet, while none failed."""
+        if args["until"] != "ranks_succeeded" or any(follower.exit_codes.values()):
+            return 0
+        return max(args["world_size"] - len(follower.exit_codes), 0)
 
     @staticmethod
     def _show(follower: Follower, chunks: dict[str, str]) -> None:

@@ -27,10 +27,12 @@ STOP_FILE = "stop"
 LAUNCH_PID_FILE = "launch.pid"
 
 # What the rank wrapper copies to the launcher's stream (stdout, collected by torchrun's agents and the MPI
-# launchers into the launcher node's logs): every line of the rank's output behind RANK_LINE_PREFIX, and one
-# RANK_STARTED line first. The rank's own log (logs/rank-<RANK>.log) holds its output unchanged.
+# launchers into the launcher node's logs): every line of the rank's output behind RANK_LINE_PREFIX, one
+# RANK_STARTED line first and one RANK_ENDED line, followed by the rank's exit code, last. The rank's own log
+# (logs/rank-<RANK>.log) holds its output unchanged.
 RANK_LINE_PREFIX = "[rank {rank} {node}] "
 RANK_STARTED = "-- multinode: rank started"
+RANK_ENDED = "-- multinode: rank ended"
 
 # The optional protocol of training scripts: {"event": "epoch", "epoch": 3, "loss": 0.4, "samples_per_s": 812.5}
 # from rank 0 after each epoch, and {"event": "result", "test_accuracy": 0.96, ...} once at the end (every

@@ -7,7 +7,7 @@ The launcher node's ``logs/`` holds every rank's output (the rank wrapper prefix
 with ``[rank N node]``, events.py; torchrun's agents and the MPI launchers carry it there) and
 the launch script's events (``launcher.log``). :func:`read_new_text` returns what was appended
 since the last look (on the node, by the job_status module); :func:`progress_records` turns it
-into records (on the controller, by the job_wait action): a rank started, an epoch of a rank
+into records (on the controller, by the job_wait action): a rank started or ended, an epoch of a rank
 (from the JSON ``epoch`` event of the optional script protocol, or from a printed line that
 names an epoch and a loss), a node's agent exited, the job aborted, cancelled or ended.
 
@@ -32,6 +32,8 @@ RANK_LINE = re.compile(r"\[rank (\d+) ([A-Za-z0-9_.:@+-]+)\] (.*)")
 _EPOCH_TEXT = re.compile(r"\bepoch\b['\"]?\s*[:=#]?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", re.IGNORECASE)
 _RATE_TEXT = re.compile(r"(\d+(?:\.\d*)?)\s*(?:samples|images|img|it)\s*/\s*s(?:ec)?\b", re.IGNORECASE)
+# The rank wrapper's last line: events.RANK_ENDED and the rank's exit code.
+_RANK_ENDED = re.compile(re.escape(events.RANK_ENDED) + r" (-?\d+)")
 # Log files the job_status module leaves out: each rank's own log repeats its lines without the prefix.
 _RANK_LOG = re.compile(r"rank-\d+\.log")
 LAUNCHER_LOG = "launcher.log"
@@ -75,12 +77,20 @@ def launcher_ended(chunks: Mapping[str, Chunk]) -> bool:
     return chunk is not None and any(event.get("event") == events.LAUNCHER_EXIT for event in parse_events(chunk.text))
 
 
+def ranks_ended_in(chunks: Mapping[str, Chunk]) -> int:
+    """How many rank-ended lines (the rank wrapper's last) the rank log text among ``chunks`` holds."""
+    marker = "] " + events.RANK_ENDED + " "
+    return sum(chunk.text.count(marker) for name, chunk in chunks.items() if name != LAUNCHER_LOG)
+
+
 def read_for(
-    logs_dir: str, offsets: Mapping[str, int], max_bytes: int, seconds: float, pid_file: str | None = None, interval: float = 0.05
+    logs_dir: str, offsets: Mapping[str, int], max_bytes: int, seconds: float, pid_file: str | None = None,
+    interval: float = 0.05, ranks_to_end: int = 0,
 ) -> dict[str, Chunk]:
     """``read_new_text`` over ``seconds``: what was appended in that time, returned at once when the launcher logged
-    its exit, its process (by ``pid_file``) is gone, or a file has ``max_bytes`` waiting. So a follower that asks
-    every ``seconds`` sees the end of a job within ``interval``, not within its polling period."""
+    its exit, its process (by ``pid_file``) is gone, a file has ``max_bytes`` waiting or (``ranks_to_end`` > 0) that
+    many ranks logged their end. So a follower that asks every ``seconds`` sees the end of a job within ``interval``,
+    not within its polling period."""
     deadline = time.monotonic() + seconds
     found: dict[str, Chunk] = {}
     current = dict(offsets)
@@ -91,7 +101,8 @@ def read_for(
             current[name] = chunk.offset
         full = any(len(chunk.text) >= max_bytes for chunk in found.values())
         gone = pid_file is not None and process_running(pid_file) is False
-        if launcher_ended(chunks) or full or gone or time.monotonic() >= deadline:
+        ranks_done = 0 < ranks_to_end <= ranks_ended_in(found)
+        if launcher_ended(chunks) or full or gone or ranks_done or time.monotonic() >= deadline:
             return found
         time.sleep(interval)
 
@@ -134,7 +145,7 @@ def epoch_of(text: str) -> dict[str, Any] | None:
 
 
 def progress_records(chunks: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The records in new log text, file by file: ``started``, ``epoch``, ``output`` (every other rank line)
+    """The records in new log text, file by file: ``started``, ``ended``, ``epoch``, ``output`` (every other rank line)
     and the launch script's ``node_exit``, ``abort``, ``cancel`` and ``launcher_exit`` events."""
     records: list[dict[str, Any]] = []
     for name, text in chunks.items():
@@ -160,6 +171,9 @@ def _rank_records(line: str) -> list[dict[str, Any]]:
     rank, node, text = int(match.group(1)), match.group(2), match.group(3)
     if text == events.RANK_STARTED:
         return [{"kind": "started", "rank": rank, "node": node}]
+    ended = _RANK_ENDED.fullmatch(text)
+    if ended is not None:
+        return [{"kind": "ended", "rank": rank, "node": node, "code": int(ended.group(1))}]
     output = {"kind": "output", "rank": rank, "node": node, "text": text}
     epoch = epoch_of(text)
     return [output] if epoch is None else [output, {"kind": "epoch", "rank": rank, "node": node, **epoch}]
@@ -174,6 +188,8 @@ def describe(record: Mapping[str, Any]) -> str | None:
             parts.append(f"{record['samples_per_s']:.1f} samples/s")
         details = ", ".join(part for part in parts if part)
         return f"rank {record['rank']} ({record['node']}) epoch {record['epoch']}" + (f": {details}" if details else "")
+    if kind == "ended":
+        return f"rank {record['rank']} ({record['node']}) exited {record['code']}"
     if kind == events.NODE_EXIT:
         return f"node {record.get('node')}: torchrun agent exited {record.get('code')}"
     if kind == events.ABORT:

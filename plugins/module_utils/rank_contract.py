@@ -224,8 +224,11 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         'trap \'stopped=true; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null\' TERM INT HUP',
         "# The launcher's stream gets every line behind the rank's prefix (the rank's log keeps it unchanged).",
         f'printf \'%s%s\\n\' "$prefix" {shlex.quote(events.RANK_STARTED)}',
-        'setpriv --pdeathsig KILL -- "$@" > >(tee -a "$log" | sed -u "s/^/$prefix/")'
-        ' 2> >(tee -a "$log" | sed -u "s/^/$prefix/" >&2) &',
+        'exec {out}> >(tee -a "$log" | sed -u "s/^/$prefix/")',
+        "out_pid=$!",
+        'exec {err}> >(tee -a "$log" | sed -u "s/^/$prefix/" >&2)',
+        "err_pid=$!",
+        'setpriv --pdeathsig KILL -- "$@" >&"$out" 2>&"$err" {out}>&- {err}>&- &',
         "child=$!",
         'wait "$child"',
         "code=$?",
@@ -238,6 +241,12 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         "fi",
         '[ "$code" -gt 128 ] && [ "$code" -lt 193 ] && signal=$((code - 128))',
         f"record {ended}",
+        "# Its output is all in its log and on the launcher's stream before its end is announced (at most 2 s more",
+        "# for what processes it left behind still hold open).",
+        'exec {out}>&- {err}>&-',
+        'for _ in {1..40}; do { kill -0 "$out_pid" || kill -0 "$err_pid"; } 2>/dev/null || break; sleep 0.05; done',
+        "# The launcher node learns here that this rank is done (the job's followers stop waiting on it).",
+        f'printf \'%s%s %d\\n\' "$prefix" {shlex.quote(events.RANK_ENDED)} "$code"',
         'exit "$code"',
     ]
 

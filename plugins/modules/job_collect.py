@@ -37,6 +37,26 @@ options:
     description: Directory on the controller to unpack into (created).
     type: path
     required: true
+  follow:
+    description:
+      - On the launcher node, where multinode.training.job_wait stopped following the job before it ended
+        (O(multinode.training.job_wait#module:until=ranks_succeeded)). What the job logged after that (its agents'
+        and the launcher's exit) is read from the collected logs, shown as progress lines and added to the run's
+        C(live.log) and C(progress.jsonl).
+    type: dict
+    suboptions:
+      run_dir:
+        description: The run's directory on the controller.
+        type: path
+        required: true
+      world_size:
+        description: Ranks in the job.
+        type: int
+        required: true
+      offsets:
+        description: Where following stopped, by log file name (job_wait's RV(multinode.training.job_wait#module:offsets)).
+        type: dict
+        default: {}
 """
 
 EXAMPLES = r"""

@@ -50,6 +50,12 @@ options:
         launch script logs its exit (or, with O(check_pid=true), its process is gone). V(0) reads once.
     type: float
     default: 0
+  ranks_to_end:
+    description:
+      - With O(wait), also return at once when this many ranks have logged their end during the call (the rank
+        wrapper's last line). V(0) does not look for it.
+    type: int
+    default: 0
   check_pid:
     description:
       - Also say whether the launch script's process (its pid in O(job_dir)C(/launch.pid)) still runs. Only where the
@@ -104,6 +110,7 @@ def main() -> None:
             stop=dict(type="bool", default=False),
             check_pid=dict(type="bool", default=False),
             wait=dict(type="float", default=0),
+            ranks_to_end=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
@@ -121,7 +128,7 @@ def main() -> None:
     pid_file = os.path.join(job_dir, events.LAUNCH_PID_FILE)
     chunks = read_for(
         logs_dir, module.params["offsets"], module.params["max_bytes"], module.params["wait"],
-        pid_file if module.params["check_pid"] else None,
+        pid_file if module.params["check_pid"] else None, ranks_to_end=module.params["ranks_to_end"],
     )
     offsets = {**module.params["offsets"], **{name: chunk.offset for name, chunk in chunks.items()}}
     result = dict(changed=changed, chunks={name: chunk.text for name, chunk in chunks.items()}, offsets=offsets)

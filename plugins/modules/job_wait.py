@@ -13,7 +13,7 @@ short_description: Follow a running training job until its launcher ends, showin
 description:
   - Runs on the controller against the launcher node. About once a second (O(poll)) it reads what the job appended to
     the launcher node's logs (with multinode.training.job_status) and shows progress lines while the job runs (ranks
-    started, each epoch a rank reports with loss and samples/s, a node's agent exiting, the job being stopped). When nothing
+    started and ended, each epoch a rank reports with loss and samples/s, a node's agent exiting, the job being stopped). When nothing
     was shown for O(heartbeat) seconds it shows how long the job has run and the last line a rank printed.
   - "An epoch is the optional script protocol's JSON C(epoch) event, or any printed line naming an epoch number and a
     loss (C(epoch 3 loss 0.41), C(Epoch: 3/10 ... Loss=0.41))."
@@ -23,7 +23,9 @@ description:
   - When O(cancel_file) appears on the controller it asks the launch script to stop the job on every node (see
     multinode.training.job_status) and goes on waiting for the launcher to end; the summary then says C(cancelled).
   - Ends when the launch script logs its exit, when its process (O(check_pid)) or container (O(container)) is gone,
-    or after O(timeout) seconds. It never fails because of the job; the run summary judges it.
+    or after O(timeout) seconds; with O(until=ranks_succeeded) already when every rank logged its end with exit code 0
+    (the launcher's own end is then awaited by multinode.training.job_collect, whose O(multinode.training.job_collect#module:follow)
+    shows the rest). It never fails because of the job; the run summary judges it.
 author:
   - multinode.training team
 extends_documentation_fragment:
@@ -77,6 +79,14 @@ options:
     description: Seconds between two checks of the launcher container.
     type: int
     default: 10
+  until:
+    description:
+      - V(launcher_exit) follows the job until the launch script logs its exit.
+      - V(ranks_succeeded) returns as soon as every rank of O(world_size) logged its end with exit code 0, while the
+        launcher's agents still wind down; a failed rank, a cancel or a timeout is still followed to the launcher's end.
+    type: str
+    choices: [launcher_exit, ranks_succeeded]
+    default: launcher_exit
 """
 
 EXAMPLES = r"""
@@ -92,8 +102,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ended_by:
-  description: C(launcher_exit) (the launch script logged its exit), C(not_running) (its process or container is gone
-    without that) or C(timeout).
+  description: C(launcher_exit) (the launch script logged its exit), C(ranks_succeeded) (every rank ended with 0,
+    O(until=ranks_succeeded)), C(not_running) (its process or container is gone without that) or C(timeout).
   returned: success
   type: str
   sample: launcher_exit
@@ -106,6 +116,11 @@ launcher_exit_code:
   returned: success
   type: int
   sample: 0
+offsets:
+  description: Where following stopped in each of the launcher node's logs, by file name.
+  returned: success
+  type: dict
+  sample: {"node1.log": 10240, "launcher.log": 512}
 ranks_started:
   description: Ranks that reported their start.
   returned: success

@@ -4,7 +4,7 @@
 The job_wait action feeds each job_status result to :class:`Follower`; it returns the lines to show
 and keeps the run directory's live files up to date: ``live.log`` (every rank's output, each line
 behind ``[rank N node]``, and the launch script's events in words) and ``progress.jsonl`` (one JSON
-record per line: started, epoch, node_exit, abort, cancel, launcher_exit), which
+record per line: started, ended, epoch, node_exit, abort, cancel, launcher_exit), which
 ``python -m multinode_training watch`` and ``multinode_training.train()`` read while the job runs.
 """
 
@@ -28,6 +28,8 @@ LATEST = "latest"
 STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE)
 # What job_collect unpacked for an earlier run of the same id: the new run's collection must not merge into it.
 COLLECTED_DIR = "nodes"
+# At most this much of each collected log is read after following on the node stopped.
+REST_MAX_BYTES = 64 * 1024 * 1024
 
 
 def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
@@ -62,6 +64,7 @@ class Follower:
     world_size: int
     heartbeat_seconds: float = 30.0
     started: set[int] = field(default_factory=set)
+    exit_codes: dict[int, int] = field(default_factory=dict)  # the ranks that ended so far
     launcher_exit_code: int | None = None
     epochs: int = 0
     last_output: str = ""
@@ -76,6 +79,8 @@ class Follower:
         shown = [line for line in map(self._line, records) if line]
         if any(record["kind"] == "started" for record in records):
             shown.append(f"ranks started: {len(self.started)} of {self.world_size}")
+        if any(record["kind"] == "ended" for record in records):
+            shown.append(f"ranks ended: {len(self.exit_codes)} of {self.world_size}")
         if shown:
             self.shown_at = now
         elif now - self.shown_at >= self.heartbeat_seconds:
@@ -88,10 +93,19 @@ class Follower:
         """The launch script logged its exit."""
         return self.launcher_exit_code is not None
 
+    @property
+    def ranks_succeeded(self) -> bool:
+        """Every rank of the world ended with exit code 0 (the launcher itself may still be winding down)."""
+        return 0 < self.world_size <= len(self.exit_codes) and not any(self.exit_codes.values())
+
     def _line(self, record: dict[str, Any]) -> str | None:
         kind = record["kind"]
         if kind == "started":
             self.started.add(int(record["rank"]))
+        elif kind == "ended":
+            self.exit_codes[int(record["rank"])] = int(record["code"])
+            # Counted in one line per feed; a failed rank is named.
+            return progress.describe(record) if record["code"] else None
         elif kind == "output":
             self.last_output = f"rank {record['rank']} ({record['node']}): {record['text']}"
         elif kind == "epoch":
@@ -122,3 +136,12 @@ class Follower:
                 for record in records
                 if record["kind"] != "output"
             )
+
+
+def follow_rest(follower: Follower, logs_dir: Path, offsets: Mapping[str, int]) -> list[str]:
+    """Feed ``follower`` what the job wrote to ``logs_dir`` (collected to the controller) after ``offsets``, where
+    following it on the node stopped; the lines to show."""
+    if not logs_dir.is_dir():
+        return []
+    chunks = progress.read_new_text(str(logs_dir), offsets, REST_MAX_BYTES)
+    return follower.feed({name: chunk.text for name, chunk in chunks.items()})

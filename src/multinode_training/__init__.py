@@ -10,7 +10,7 @@ From a shell: ``python -m multinode_training watch`` follows the running job, ``
 """
 
 from multinode_training.api import Plan, PlanError, Run, cancel, find_collection, plan, train
-from multinode_training.records import Failure, JobEvent, PhaseChanged, PlanShown, Progress, RankStarted, Record
+from multinode_training.records import Failure, JobEvent, PhaseChanged, PlanShown, Progress, RankEnded, RankStarted, Record
 
 __all__ = [
     "Failure",
@@ -20,6 +20,7 @@ __all__ = [
     "PlanError",
     "PlanShown",
     "Progress",
+    "RankEnded",
     "RankStarted",
     "Record",
     "Run",

@@ -65,6 +65,16 @@ class RankStarted:
 
 
 @dataclass(frozen=True)
+class RankEnded:
+    """A rank of the running job ended with exit ``code``; ``ended`` ranks of ``world_size`` have so far."""
+
+    rank: int
+    node: str
+    code: int
+    ended: int
+
+
+@dataclass(frozen=True)
 class Progress:
     """A rank reported an epoch (the script protocol's JSON event, or a printed line naming epoch and loss)."""
 
@@ -85,7 +95,7 @@ class JobEvent:
     details: dict[str, Any]
 
 
-Record = Union[PhaseChanged, Failure, PlanShown, RankStarted, Progress, JobEvent]
+Record = Union[PhaseChanged, Failure, PlanShown, RankStarted, RankEnded, Progress, JobEvent]
 
 
 @dataclass
@@ -149,6 +159,7 @@ class ProgressReader:
     offset: int = 0
     inode: int | None = None
     started: set[int] = field(default_factory=set)
+    ended: set[int] = field(default_factory=set)
 
     def __call__(self) -> list[Record]:
         """The records appended since the last call (complete lines only); a new file is read from its start."""
@@ -177,6 +188,9 @@ class ProgressReader:
         if kind == "started":
             self.started.add(int(line["rank"]))
             return RankStarted(rank=int(line["rank"]), node=str(line["node"]), started=len(self.started))
+        if kind == "ended":
+            self.ended.add(int(line["rank"]))
+            return RankEnded(rank=int(line["rank"]), node=str(line["node"]), code=int(line["code"]), ended=len(self.ended))
         if kind == "epoch":
             return Progress(
                 rank=int(line["rank"]), node=str(line["node"]), epoch=line.get("epoch"), loss=line.get("loss"),

@@ -15,7 +15,7 @@ from ansible_collections.multinode.training.plugins.plugin_utils import follow
 
 from multinode_training import api
 from multinode_training.__main__ import main, run_dir_of, watch
-from multinode_training.records import JobEvent, Progress, ProgressReader, RankStarted
+from multinode_training.records import JobEvent, Progress, ProgressReader, RankEnded, RankStarted
 
 
 def jsonl(*records: dict[str, Any]) -> str:
@@ -117,7 +117,10 @@ def test_reader_reads_what_the_follower_writes(tmp_path: Path) -> None:
     follower = Follower(run_dir=tmp_path, world_size=2, shown_at=0.0, began=0.0)
     follower.feed(
         {
-            "node1.log": "[rank 0 node1] -- multinode: rank started\n[rank 0 node1] epoch 1 loss 0.25 50 samples/s\n",
+            "node1.log": (
+                "[rank 0 node1] -- multinode: rank started\n[rank 0 node1] epoch 1 loss 0.25 50 samples/s\n"
+                "[rank 0 node1] -- multinode: rank ended 0\n"
+            ),
             "launcher.log": '{"event": "launcher_exit", "time": 9.5, "code": 0}\n',
         },
         now=1.0,
@@ -126,6 +129,7 @@ def test_reader_reads_what_the_follower_writes(tmp_path: Path) -> None:
     assert ProgressReader(tmp_path / PROGRESS_FILE)() == [
         RankStarted(rank=0, node="node1", started=1),
         Progress(rank=0, node="node1", epoch=1, loss=0.25, samples_per_s=50.0),
+        RankEnded(rank=0, node="node1", code=0, ended=1),
         JobEvent(kind="launcher_exit", text="launcher exited 0", details={"code": 0}),
     ]
 

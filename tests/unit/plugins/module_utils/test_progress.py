@@ -222,6 +222,32 @@ def test_rank_lines_become_started_output_and_epoch_records() -> None:
     ]
 
 
+def test_the_end_marker_becomes_an_ended_record_with_the_exit_code() -> None:
+    text = f"[rank 2 node3] {events.RANK_ENDED} 0\n[rank 1 node2] {events.RANK_ENDED} 137\n"
+
+    assert progress.progress_records({"node2.log": text}) == [
+        {"kind": "ended", "rank": 2, "node": "node3", "code": 0},
+        {"kind": "ended", "rank": 1, "node": "node2", "code": 137},
+    ]
+
+
+def test_an_end_marker_without_a_code_is_plain_output() -> None:
+    records = progress.progress_records({"node1.log": f"[rank 0 node1] {events.RANK_ENDED}\n"})
+
+    assert [record["kind"] for record in records] == ["output"]
+
+
+def test_ranks_ended_in_counts_the_markers_of_the_rank_streams_only() -> None:
+    ended = f"[rank 0 node1] {events.RANK_ENDED} 0\n"
+    chunks = {
+        "node1.log": progress.Chunk(ended + "[rank 0 node1] bye\n", 1),
+        "node2.log": progress.Chunk(ended.replace("rank 0", "rank 1"), 1),
+        "launcher.log": progress.Chunk(ended, 1),
+    }
+
+    assert progress.ranks_ended_in(chunks) == 2
+
+
 def test_a_json_epoch_event_behind_the_rank_prefix_is_an_epoch() -> None:
     line = "[rank 0 node1] " + json.dumps({"event": "epoch", "epoch": 2, "loss": 0.5, "samples_per_s": 100.0}) + "\n"
 
@@ -268,6 +294,7 @@ def test_records_follow_the_order_of_the_files_given() -> None:
         ({"kind": "abort", "reason": "node node2 exited 1"}, "stopping every rank: node node2 exited 1"),
         ({"kind": "cancel"}, "cancel asked for: stopping every rank"),
         ({"kind": "launcher_exit", "code": 143}, "launcher exited 143"),
+        ({"kind": "ended", "rank": 1, "node": "node2", "code": 3}, "rank 1 (node2) exited 3"),
     ],
 )
 def test_describe_says_each_record_in_words(record: dict, words: str) -> None:

@@ -71,6 +71,34 @@ def test_read_for_returns_at_once_when_launcher_log_holds_the_exit_event(tmp_pat
     }
 
 
+def test_read_for_returns_once_the_ranks_asked_for_have_ended(tmp_path: Path) -> None:
+    log = tmp_path / "node1.log"
+    log.write_text(f"[rank 0 node1] {events.RANK_ENDED} 0\n")
+
+    def second_rank_ends() -> None:
+        time.sleep(0.3)
+        with log.open("a") as stream:
+            stream.write(f"[rank 1 node2] {events.RANK_ENDED} 0\n")
+
+    writer = threading.Thread(target=second_rank_ends)
+    writer.start()
+    start = time.monotonic()
+    found = progress.read_for(str(tmp_path), {}, MAX_BYTES, 10, ranks_to_end=2)
+    elapsed = time.monotonic() - start
+    writer.join()
+
+    assert 0.3 <= elapsed < 3
+    assert found["node1.log"].text.count(events.RANK_ENDED) == 2
+
+
+def test_read_for_without_ranks_to_end_does_not_stop_at_rank_ends(tmp_path: Path) -> None:
+    (tmp_path / "node1.log").write_text(f"[rank 0 node1] {events.RANK_ENDED} 0\n")
+
+    _, elapsed = timed_read(tmp_path, 0.3)
+
+    assert elapsed >= 0.3
+
+
 def test_read_for_waits_the_seconds_given_when_nothing_ends_it(tmp_path: Path) -> None:
     text = launcher_line("launch", launcher="torchrun")
     (tmp_path / "launcher.log").write_text(text)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -27,7 +28,7 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     expand_placeholders,
     render_rank_wrapper,
 )
-from ansible_collections.multinode.training.plugins.module_utils.events import RANK_STARTED
+from ansible_collections.multinode.training.plugins.module_utils.events import RANK_ENDED, RANK_STARTED
 from ansible_collections.multinode.training.plugins.module_utils.progress import RANK_LINE
 from ansible_collections.multinode.training.plugins.module_utils.run_report import read_run_dir, summarize
 
@@ -143,13 +144,16 @@ def rank_view(wrapper: Path, launcher_env: Mapping[str, str]) -> tuple[Path, dic
 
 def launcher_stream(output: str, rank: int | None = None, node: str = NODE.node) -> str:
     """What a rank printed, from what the wrapper passed to the launcher: every line behind ``[rank N node]``
-    (N = ``rank`` when given), the first one the start marker."""
+    (N = ``rank`` when given), the first one the start marker, the last one the end marker with the exit code."""
     lines = output.splitlines()
     matches = [RANK_LINE.fullmatch(line) for line in lines]
     assert all(match and match.group(2) == node and rank in (None, int(match.group(1))) for match in matches), output
     texts = [match.group(3) for match in matches if match]
-    assert texts[:1] == [RANK_STARTED] or not lines[:1], output
-    return "".join(text + "\n" for text in texts[1:])
+    if not texts:
+        return ""
+    assert texts[0] == RANK_STARTED, output
+    assert re.fullmatch(re.escape(RANK_ENDED) + r" \d+", texts[-1]), output
+    return "".join(text + "\n" for text in texts[1:-1])
 
 
 def status_of(job: JobPaths, rank: int = RANK) -> dict:
@@ -493,6 +497,41 @@ def test_stdout_and_stderr_are_appended_to_the_rank_log(tmp_path: Path) -> None:
     lines = rank_log(job).read_text().splitlines()
     assert lines[0] == "an earlier attempt"
     assert sorted(lines[1:]) == ["to-stderr", "to-stdout"]
+
+
+def test_the_end_marker_is_last_and_carries_the_exit_code(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    result = run_rank(make_wrapper(job), TORCHRUN, "bash", "-c", "echo done; exit 4")
+    assert result.stdout.splitlines()[-1] == f"[rank {RANK} {NODE.node}] {RANK_ENDED} 4"
+
+
+def test_the_rank_log_is_complete_when_the_end_marker_arrives(tmp_path: Path) -> None:
+    # The job's followers stop at the marker and the node is collected at once: nothing may still be on its way.
+    job = new_job(tmp_path)
+    script = "for i in $(seq 3000); do echo out-$i; echo err-$i >&2; done"
+    process = subprocess.Popen(**{**rank_command(make_wrapper(job), TORCHRUN, ("bash", "-c", script)), "stderr": subprocess.DEVNULL})
+    assert process.stdout is not None
+    for line in process.stdout:
+        if RANK_ENDED in line:
+            break
+    logged = rank_log(job).read_text().splitlines()
+    process.communicate(timeout=30)
+    assert len(logged) == 6000
+    assert logged.count("out-3000") == 1 and logged.count("err-3000") == 1
+
+
+def test_a_process_left_holding_the_output_delays_the_end_by_at_most_seconds(tmp_path: Path) -> None:
+    # A daemon the rank started keeps the output streams open: the wrapper still ends (the stream is a file here,
+    # a pipe would be held open by the daemon).
+    job = new_job(tmp_path)
+    stream = tmp_path / "stream"
+    command = ("bash", "-c", "echo bye; (sleep 30 &); exit 0")
+    with stream.open("w") as output:
+        start = time.monotonic()
+        code = subprocess.run(**{**rank_command(make_wrapper(job), TORCHRUN, command), "stdout": output, "stderr": output}, timeout=20).returncode
+    assert code == 0
+    assert time.monotonic() - start < 10
+    assert stream.read_text().splitlines()[-1].endswith(f"{RANK_ENDED} 0")
 
 
 def test_each_rank_has_its_own_log(tmp_path: Path) -> None:

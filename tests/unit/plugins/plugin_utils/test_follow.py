@@ -16,12 +16,17 @@ from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
     PROGRESS_FILE,
     STALE_FILES,
     Follower,
+    follow_rest,
     start_run_dir,
 )
 
 
 def started(rank: int, node: str) -> str:
     return f"[rank {rank} {node}] {events.RANK_STARTED}\n"
+
+
+def ended(rank: int, node: str, code: int) -> str:
+    return f"[rank {rank} {node}] {events.RANK_ENDED} {code}\n"
 
 
 def launcher(event: str, **fields: object) -> str:
@@ -89,6 +94,52 @@ def test_launcher_exit_zero_also_ends_the_job(follower: Follower) -> None:
 
     assert follower.ended
     assert follower.launcher_exit_code == 0
+
+
+def test_rank_ends_are_counted_and_every_rank_ending_with_0_is_success(follower: Follower) -> None:
+    first = follower.feed({"node1.log": ended(0, "node1", 0) + ended(1, "node1", 0)}, now=1.0)
+    assert first == ["ranks ended: 2 of 4"]
+    assert not follower.ranks_succeeded
+    follower.feed({"node2.log": ended(2, "node2", 0) + ended(3, "node2", 0)}, now=2.0)
+    assert follower.ranks_succeeded
+    assert not follower.ended
+
+
+def test_a_failed_rank_is_named_and_no_success(follower: Follower) -> None:
+    shown = follower.feed({"node1.log": "".join(ended(rank, "node1", 0) for rank in (0, 1, 2)) + ended(3, "node2", 1)}, now=1.0)
+    assert shown == ["rank 3 (node2) exited 1", "ranks ended: 4 of 4"]
+    assert not follower.ranks_succeeded
+
+
+def test_no_success_before_every_rank_ended(tmp_path: Path) -> None:
+    assert not Follower(run_dir=tmp_path, world_size=0).ranks_succeeded
+    one_of_two = Follower(run_dir=tmp_path, world_size=2)
+    one_of_two.feed({"node1.log": ended(0, "node1", 0)})
+    assert not one_of_two.ranks_succeeded
+
+
+def test_follow_rest_reads_the_collected_logs_after_the_offsets(tmp_path: Path) -> None:
+    logs = tmp_path / "nodes" / "node1" / "logs"
+    logs.mkdir(parents=True)
+    followed = ended(0, "node1", 0)
+    (logs / "node1.log").write_text(followed + "[rank 0 node1] late line\n")
+    (logs / "launcher.log").write_text(launcher("node_exit", node="node1", code=0, after_abort=False) + launcher("launcher_exit", code=0))
+    (logs / "rank-0.log").write_text("late line\n")
+    follower = Follower(run_dir=tmp_path, world_size=1)
+
+    shown = follow_rest(follower, logs, {"node1.log": len(followed)})
+
+    assert shown == ["node node1: torchrun agent exited 0", "launcher exited 0"]
+    assert follower.ended and follower.launcher_exit_code == 0
+    assert (tmp_path / LIVE_LOG).read_text().splitlines() == [
+        "[job] node node1: torchrun agent exited 0",
+        "[job] launcher exited 0",
+        "[rank 0 node1] late line",
+    ]
+
+
+def test_follow_rest_of_nothing_collected_shows_nothing(tmp_path: Path) -> None:
+    assert follow_rest(Follower(run_dir=tmp_path, world_size=1), tmp_path / "missing", {}) == []
 
 
 def test_no_heartbeat_before_heartbeat_seconds(follower: Follower) -> None:
