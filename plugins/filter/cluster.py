@@ -13,14 +13,25 @@ from ansible_collections.multinode.training.plugins.module_utils import launch
 
 
 def hostfile_entries(
-    hosts: list[str], hostvars: Mapping[str, Any], slots: int = 1, slots_var: str = "cluster_slots"
+    hosts: list[str], hostvars: Mapping[str, Any], slots: int = 1, slots_var: str = "launcher_nproc_per_node"
 ) -> list[dict[str, Any]]:
     entries = []
     for name in hosts:
         host = hostvars[name]
         address = host.get("cluster_address") or host.get("ansible_host") or name
-        entries.append({"name": name, "address": str(address), "slots": int(host.get(slots_var, slots))})
+        entries.append({"name": name, "address": str(address), "slots": _host_slots(host, slots_var, slots)})
     return entries
+
+
+def _host_slots(host: Mapping[str, Any], slots_var: str, fallback: int) -> int:
+    """The whole number at ``slots_var`` (a dotted path into the host's variables), else ``fallback``."""
+    value: Any = host
+    for key in slots_var.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return fallback
 
 
 def _filter_errors(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,7 +16,8 @@ description:
     the sum, as Intel MPI and MPICH read it; repeating an address written with C(slots=) (or C(max_slots=)) is an
     error.
   - Every host is named after its address and gets the host variables C(ansible_host) and C(cluster_address) (its
-    address) and C(cluster_slots) (its slot count).
+    address) and C(launcher_nproc_per_node) (its slot count, the ranks the launcher role starts there, unless
+    C(-e launcher_nproc_per_node=...) sets another count for every host).
   - The first host of the file is the only member of O(launcher_group); the other hosts, in file order, are the members
     of O(workers_group). Both groups are always created.
   - The source is either the hostfile itself or a YAML configuration file.
@@ -171,7 +172,7 @@ class InventoryModule(BaseFileInventoryPlugin):
             name = self.inventory.add_host(host.address, group=workers_group if index else launcher_group)
             self.inventory.set_variable(name, "ansible_host", host.address)
             self.inventory.set_variable(name, "cluster_address", host.address)
-            self.inventory.set_variable(name, "cluster_slots", host.slots)
+            self.inventory.set_variable(name, "launcher_nproc_per_node", host.slots)
             for key, value in host_vars.items():
                 if value is not None:
                     self.inventory.set_variable(name, key, value)

@@ -109,6 +109,18 @@ def _environment(value: Any) -> str | None:
     return "; ".join(messages) or None
 
 
+def _renamed(new: str) -> Rule:
+    """A variable the roles no longer read: any value set for it would be ignored silently."""
+
+    def rule(value: Any) -> str:
+        return f"is no longer read; set {new} instead (per host, per group or -e)"
+
+    return rule
+
+
+# Variables the roles no longer read, and the one that replaced each.
+RENAMED: dict[str, str] = {"cluster_slots": "launcher_nproc_per_node"}
+
 PORT = _int_in(1, 65535, "a port from 1 to 65535")
 POSITIVE = _int_in(1, None, "a whole number of seconds > 0")
 ID = _int_in(0, MAX_ID, f"a numeric id from 0 to {MAX_ID}")
@@ -121,7 +133,6 @@ OPTIONAL_NAME = _matching(SAFE_NAME, f"empty, or {NAME_TEXT}", empty_ok=True)
 NAMED_RULES: dict[str, Rule] = {
     "cluster_name": NAME,
     "cluster_user": _matching(USER_NAME, "a Linux user name: lower-case letters, digits, _ and -, at most 32"),
-    "cluster_slots": _int_in(1, None, "a whole number of ranks >= 1"),
     "cluster_root": _safe_path(absolute=True),
     "workload_dir": _safe_path(absolute=True),
     "launcher_workdir": _safe_path(absolute=True),
@@ -139,6 +150,7 @@ NAMED_RULES: dict[str, Rule] = {
     "launcher_env": _environment,
     "training_runtime": _matching(re.compile(r"container|host"), "'container' or 'host'"),
     "oneapi_verify_env": _environment,
+    **{old: _renamed(new) for old, new in RENAMED.items()},
 }
 # Rules by name ending: every port, timeout and numeric id of every role, present and future.
 SUFFIX_RULES: dict[str, Rule] = {"_port": PORT, "_timeout": POSITIVE, "_uid": ID, "_gid": ID}

@@ -11,8 +11,8 @@ from ansible_collections.multinode.training.plugins.filter.cluster import Filter
 FILTERS = FilterModule().filters()
 
 HOSTVARS = {
-    "node1": {"cluster_address": "10.0.0.1", "launcher_slots": 2},
-    "node2": {"ansible_host": "10.0.0.2", "cluster_slots": 4},
+    "node1": {"cluster_address": "10.0.0.1", "launcher_tuning": {"slots": 2}, "launcher_nproc_per_node": "auto"},
+    "node2": {"ansible_host": "10.0.0.2", "launcher_nproc_per_node": 4},
     "node3": {},
 }
 
@@ -26,8 +26,14 @@ def test_hostfile_entries_address_fallbacks_and_default_slots_var():
 
 
 def test_hostfile_entries_reads_slots_from_the_named_variable():
-    entries = hostfile_entries(["node1", "node2"], HOSTVARS, slots_var="launcher_slots")
+    entries = hostfile_entries(["node1", "node2"], HOSTVARS, slots_var="launcher_tuning.slots")
     assert [entry["slots"] for entry in entries] == [2, 1]
+
+
+def test_hostfile_entries_count_auto_and_missing_paths_as_the_default_slots():
+    entries = hostfile_entries(["node1", "node2", "node3"], HOSTVARS, 3)
+    assert [entry["slots"] for entry in entries] == [3, 4, 3]
+    assert [entry["slots"] for entry in hostfile_entries(["node2"], HOSTVARS, 5, slots_var="launcher_tuning.slots")] == [5]
 
 
 def test_rank_tuning_errors_become_filter_errors():

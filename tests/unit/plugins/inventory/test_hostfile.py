@@ -83,7 +83,7 @@ def hosts_of(inv: dict, launcher_group: str = "launcher", workers_group: str = "
     """The hosts of an inventory made by the plugin, launcher first."""
     names = inv["groups"][launcher_group] + inv["groups"].get(workers_group, [])
     hostvars = inv["hostvars"]
-    return [HostEntry(name, hostvars[name]["cluster_address"], hostvars[name]["cluster_slots"]) for name in names]
+    return [HostEntry(name, hostvars[name]["cluster_address"], hostvars[name]["launcher_nproc_per_node"]) for name in names]
 
 
 def write(path: Path, text: str) -> Path:
@@ -100,7 +100,7 @@ def test_each_dialect(tmp_path, dialect):
 
     assert inv["groups"] == {"launcher": ["10.0.0.1"], "workers": ["10.0.0.2", "10.0.0.3"]}
     assert inv["hostvars"] == {
-        host.address: {"ansible_host": host.address, "cluster_address": host.address, "cluster_slots": host.slots}
+        host.address: {"ansible_host": host.address, "cluster_address": host.address, "launcher_nproc_per_node": host.slots}
         for host in hosts
     }
     assert hosts_of(inv) == hosts
@@ -115,7 +115,7 @@ def test_comments_and_repeated_lines(tmp_path):
     text = "# cluster\n\nb   # launcher\na\nb\n  # a:9\nc:2\nb\n"
     inv = inventory(write(tmp_path / "hostfile", text))
     assert inv["groups"] == {"launcher": ["b"], "workers": ["a", "c"]}
-    assert {name: hostvars["cluster_slots"] for name, hostvars in inv["hostvars"].items()} == {"b": 3, "a": 1, "c": 2}
+    assert {name: hostvars["launcher_nproc_per_node"] for name, hostvars in inv["hostvars"].items()} == {"b": 3, "a": 1, "c": 2}
 
 
 def test_single_host_still_creates_the_workers_group(tmp_path):
@@ -159,7 +159,7 @@ def test_yaml_config(tmp_path, suffix):
         "ansible_port": 2200,
         "ansible_user": "train",
         "cluster_address": "10.0.0.3",
-        "cluster_slots": 8,
+        "launcher_nproc_per_node": 8,
     }
     assert hosts_of(inv, "head", "ranks") == HOSTS
 
@@ -289,7 +289,36 @@ def test_ansible_playbook(tmp_path):
         "  gather_facts: false\n"
         "  tasks:\n"
         "    - ansible.builtin.debug:\n"
-        "        msg: \"{{ inventory_hostname }} {{ cluster_slots }} {{ ansible_user }} {{ groups['launcher'] }}\"\n",
+        "        msg: \"{{ inventory_hostname }} {{ launcher_nproc_per_node }} {{ ansible_user }} {{ groups['launcher'] }}\"\n",
     )
     stdout = run_cli("ansible-playbook", "-i", str(source), str(playbook), MULTINODE_HOSTFILE_SSH_USER="train")
     assert '"msg": "10.0.0.2 2 train [\'10.0.0.1\']"' in stdout
+
+
+def test_ranks_per_node_precedence_extra_vars_over_host_over_group_over_the_role_default(tmp_path):
+    # One variable, Ansible's own precedence: what the launcher role reads for each host.
+    (tmp_path / "group_vars").mkdir()
+    write(tmp_path / "group_vars" / "workers.yml", "launcher_nproc_per_node: 5\n")
+    hostfile = write(tmp_path / "hostfile", "10.0.0.1\n10.0.0.2 slots=2\n")
+    hosts = write(
+        tmp_path / "hosts.yml",
+        "all:\n  children:\n    launcher: {hosts: {node1: {}}}\n    workers: {hosts: {node2: {launcher_nproc_per_node: 2}, node3: {}}}\n",
+    )
+    playbook = write(
+        tmp_path / "play.yml",
+        "- hosts: all\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - {ansible.builtin.import_role: {name: multinode.training.launcher}, when: false}  # its defaults only\n"
+        "    - ansible.builtin.debug:\n"
+        "        msg: \"{{ inventory_hostname }}={{ launcher_nproc_per_node }}\"\n",
+    )
+
+    def ranks(*args: str) -> dict[str, str]:
+        stdout = run_cli("ansible-playbook", *args, str(playbook))
+        return dict(line.split('"msg": "')[1].rstrip('"').split("=") for line in stdout.splitlines() if '"msg": "' in line)
+
+    # The hostfile's slots are host variables: they beat the group's; a bare address is one slot.
+    assert ranks("-i", str(hostfile)) == {"10.0.0.1": "1", "10.0.0.2": "2"}
+    assert ranks("-i", str(hosts)) == {"node1": "auto", "node2": "2", "node3": "5"}
+    assert ranks("-i", str(hosts), "-e", "launcher_nproc_per_node=4") == {"node1": "4", "node2": "4", "node3": "4"}

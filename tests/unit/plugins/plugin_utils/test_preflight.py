@@ -31,7 +31,6 @@ COUNTS = ("launcher_nproc_per_node", "launcher_omp_num_threads")
 PORT_RANGE = "use a port from 1 to 65535"
 SECONDS = "use a whole number of seconds > 0"
 COUNT = "use a whole number >= 1 or 'auto'"
-RANKS = "use a whole number of ranks >= 1"
 ID_RANGE = "use a numeric id from 0 to 4294967294"
 NAME = "use 1-63 letters, digits and _ . - starting with a letter or digit"
 OPTIONAL_NAME = "use empty, or 1-63 letters, digits and _ . - starting with a letter or digit"
@@ -103,7 +102,8 @@ BAD_VALUES = [
     *[case(port, value, f"{value!r} is not allowed; {PORT_RANGE}") for port in PORTS for value in (0, 70000, -1)],
     *[case(timeout, value, f"{value!r} is not allowed; {SECONDS}") for timeout in TIMEOUTS for value in (0, -5)],
     *[case(count, value, f"{value!r} is not allowed; {COUNT}") for count in COUNTS for value in (0, -1, "many", "")],
-    case("cluster_slots", 0, f"0 is not allowed; {RANKS}"),
+    # a variable the roles no longer read, whatever its value
+    *[case("cluster_slots", value, "is no longer read; set launcher_nproc_per_node instead (per host, per group or -e)") for value in (0, 2)],
     case("cluster_uid", -1, f"-1 is not allowed; {ID_RANGE}"),
     case("cluster_gid", 2**32 - 1, f"4294967295 is not allowed; {ID_RANGE}"),
     case("launcher_uid", 2**32, f"4294967296 is not allowed; {ID_RANGE}"),
@@ -141,7 +141,6 @@ GOOD_VALUES = [
     *[(timeout, value) for timeout in TIMEOUTS for value in (1, "600")],
     ("cluster_uid", 0),
     ("cluster_gid", 2**32 - 2),
-    ("cluster_slots", 1),
     ("cluster_name", "node-1.a_b"),
     ("cluster_name", "x" * 63),
     ("launcher_job_id", ""),
@@ -235,9 +234,15 @@ def test_literal_defaults_are_valid(role: str) -> None:
     assert [str(problem) for problem in preflight.value_problems(OPTIONS, defaults)] == []
 
 
-@pytest.mark.parametrize("variable", sorted(preflight.NAMED_RULES))
+@pytest.mark.parametrize("variable", sorted(set(preflight.NAMED_RULES) - set(preflight.RENAMED)))
 def test_every_named_rule_names_a_real_variable(variable: str) -> None:
     assert variable in OPTIONS or variable in PLAYBOOK_VARIABLES
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(preflight.RENAMED.items()))
+def test_a_renamed_variable_is_gone_and_its_replacement_is_real(old: str, new: str) -> None:
+    assert old not in OPTIONS and old not in PLAYBOOK_VARIABLES
+    assert new in OPTIONS
 
 
 @pytest.mark.parametrize("variable", sorted(PLAYBOOK_VARIABLES))
