@@ -7,12 +7,12 @@ PLAYBOOK := ansible-playbook
 LAUNCHER ?= torchrun
 RUNTIME ?= container
 
-.PHONY: demo test unit lint molecule venv host images wheels sim train down clean
+.PHONY: demo test unit lint sanity molecule venv host images wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
 
-test: venv host images wheels unit lint molecule ## the whole suite (.ci/run calls this)
+test: venv host images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -43,6 +43,9 @@ unit: venv
 lint: venv ## ansible-lint (production profile); README variable tables match the argument specs
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
+
+sanity: venv ## ansible-test sanity on the collection as ansible-galaxy builds it
+	scripts/sanity.sh
 
 molecule: venv host images wheels
 	molecule test -s default

@@ -135,7 +135,7 @@ def render_image(rng: random.Random, label: int) -> bytes:
     """One CIFAR-10 record: the label byte, then the R, G and B planes."""
     mask = class_mask(rng, label)
     background, foreground = random_colors(rng)
-    planes = [bytearray(PIXELS) for _ in range(3)]
+    planes = [bytearray(PIXELS) for _plane in range(3)]
     for y in range(SIZE):
         for x in range(SIZE):
             color = foreground if mask(x, y) else background
@@ -202,7 +202,7 @@ def build_files(
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("out_dir", type=Path, help="directory to write into")
     parser.add_argument("--train", type=int, default=1500, help="training images")
     parser.add_argument("--test", type=int, default=300, help="test images")

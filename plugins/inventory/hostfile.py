@@ -29,7 +29,7 @@ description:
   - The plugin must be enabled in the C([inventory]) section of C(ansible.cfg), B(before) C(ini), because the C(ini)
     plugin also accepts a hostfile and would read its lines as INI hosts.
 author:
-  - multinode.training maintainers
+  - multinode.training team (@multinode-training)
 options:
   plugin:
     description:

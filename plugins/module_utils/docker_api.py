@@ -85,7 +85,7 @@ def stopped_container(name: str, docker_socket: str, wait_seconds: float, interv
 
 def remove_container(name: str, docker_socket: str) -> bool:
     """Remove the container (stopping it first if it runs); whether there was one to remove."""
-    status, _ = docker_request(docker_socket, "DELETE", f"/containers/{quote(name)}?force=1", timeout=30.0)
+    status = docker_request(docker_socket, "DELETE", f"/containers/{quote(name)}?force=1", timeout=30.0)[0]
     if status not in (204, 404):
         raise OSError(f"removing container {name}: Docker answered {missing(status)}")
     return status == 204

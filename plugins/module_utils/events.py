@@ -3,10 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The names of the JSON events a run's logs hold: one place for the writers and the reader.
 
-The launch script (launch_script.py) appends the ``LAUNCHER_EVENTS`` to
-``<job_dir>/logs/launcher.log``. A training script MAY print the
-``SCRIPT_EVENTS``, one JSON object per line on stdout, to report progress and
-metrics; nothing depends on them: success is decided by exit codes.
+The launch script (launch_script.py) appends the first group of events below to
+``<job_dir>/logs/launcher.log``. A training script MAY print the last group, one
+JSON object per line on stdout, to report progress and metrics; nothing depends
+on them: success is decided by exit codes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ NODE_EXIT = "node_exit"  # a torchrun agent ended: {"node", "code", "after_abort
 ABORT = "abort"  # the launch script stops the job: {"reason"}
 LAUNCHER_EXIT = "launcher_exit"  # the launcher (or the launch script's own check) ended: {"code"}
 CANCEL = "cancel"  # a stop was asked for (<job_dir>/stop appeared): the job is stopped, its status is cancelled
-LAUNCHER_EVENTS = (LAUNCH, SSH_CHECK, STAGED, NODE_EXIT, ABORT, LAUNCHER_EXIT, CANCEL)
 
 # The file whose appearance in the job directory on the launcher node stops the job (job_status stop=true).
 STOP_FILE = "stop"
@@ -39,4 +38,3 @@ RANK_ENDED = "-- multinode: rank ended"
 # key but "event" and "time" is kept as a metric). "joined" and "done" are accepted and ignored.
 EPOCH = "epoch"
 RESULT = "result"
-SCRIPT_EVENTS = (EPOCH, RESULT)

@@ -221,7 +221,7 @@ def _parse_line(number: int, raw: str) -> _Line | None:
     if "=" in address:
         raise _line_error(number, raw, "the line must start with an address")
     if address.count(":") == 1:  # host:N (an address with more colons is IPv6)
-        address, _, count = address.partition(":")
+        address, count = address.split(":")
         if not address:
             raise _line_error(number, raw, "the line must start with an address")
         if options:

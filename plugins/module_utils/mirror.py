@@ -137,7 +137,7 @@ def fix_owners_and_modes(root: str, wanted: Mapping[str, Entry], uid: int, gid: 
 
 def _directories(root: str) -> list[str]:
     found = [root]
-    for directory, subdirectories, _ in os.walk(root):
+    for directory, subdirectories, _files in os.walk(root):
         found += [os.path.join(directory, name) for name in sorted(subdirectories)]
     return found
 
@@ -161,7 +161,8 @@ def unpack(archive_path: str, root: str, wanted: Mapping[str, Entry], uid: int, 
             target = os.path.join(root, member.name)
             _make_parents(root, os.path.dirname(member.name), uid, gid)
             source = archive.extractfile(member)
-            assert source is not None  # a regular file member has content
+            if source is None:  # a regular file member always has content
+                raise ValueError(f"{member.name}: no content in the archive")
             temporary = f"{target}.mirror-tmp"
             with source, open(temporary, "wb") as handle:
                 shutil.copyfileobj(source, handle)

@@ -59,7 +59,7 @@ def parse_cpulist(text: str) -> list[int]:
     for part in text.strip().split(","):
         if not part:
             continue
-        first, _, last = part.partition("-")
+        first, _dash, last = part.partition("-")
         cpus.update(range(int(first), int(last or first) + 1))
     return sorted(cpus)
 
@@ -106,7 +106,7 @@ def cpu_topology(cpuinfo_text: str, node_cpulists: Mapping[str, str] | None = No
         threads_of_core[core] += 1
     cores_of_socket: dict[str, int] = defaultdict(int)
     threads_of_socket: dict[str, int] = defaultdict(int)
-    for (socket, _), threads in threads_of_core.items():
+    for (socket, _core), threads in threads_of_core.items():
         cores_of_socket[socket] += 1
         threads_of_socket[socket] += threads
     numa_node_cpus = _numa_node_cpus(node_cpulists or {}, sorted(int(fields["processor"]) for fields in processors))

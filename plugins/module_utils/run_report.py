@@ -52,7 +52,7 @@ def parse_events(text: str) -> list[dict[str, Any]]:
         if start < 0:
             continue
         try:
-            obj, _ = _DECODER.raw_decode(line, start)
+            obj = _DECODER.raw_decode(line, start)[0]
         except ValueError:
             continue
         if isinstance(obj, dict) and "event" in obj:

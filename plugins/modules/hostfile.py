@@ -12,7 +12,7 @@ description:
   - Validates a list of hosts and writes it as a hostfile in the syntax of the chosen launcher.
   - The file is only rewritten, atomically, when its content differs.
 author:
-  - multinode.training maintainers
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.files

@@ -20,7 +20,7 @@ description:
   - What is packed is the rank wrapper, on the launcher node the hostfile and launch script, the logs and rank
     status files and, with O(outputs=true), the output directory and what the ranks wrote in their working directory.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - multinode.training.job_files

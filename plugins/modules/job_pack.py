@@ -15,7 +15,7 @@ description:
   - The multinode.training.job_collect action runs it and brings the file to the controller; it is rarely useful
     alone.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - multinode.training.job_files

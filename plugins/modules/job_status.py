@@ -16,7 +16,7 @@ description:
     and stops every rank on every node; the run summary then says C(cancelled).
   - The multinode.training.job_wait action calls it about once a second while a job runs; it is rarely useful alone.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

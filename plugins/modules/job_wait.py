@@ -27,7 +27,7 @@ description:
     (the launcher's own end is then awaited by multinode.training.job_collect, whose O(multinode.training.job_collect#module:follow)
     shows the rest). It never fails because of the job; the run summary judges it.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -57,7 +57,7 @@ options:
     required: true
   poll:
     description:
-      - Seconds each read of the logs lasts on the launcher node (multinode.training.job_status O(wait)); a read returns
+      - Seconds each read of the logs lasts on the launcher node (O(multinode.training.job_status#module:wait)); a read returns
         at once when the launch script logs its exit, so the end of a job is seen within moments.
     type: float
     default: 1.0

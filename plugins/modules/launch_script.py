@@ -26,7 +26,7 @@ description:
   - The file is only rewritten, atomically, when its content differs. With O(hostfile_dialect) the hostfile is written
     the same way, and with O(container) the script is started in a new launcher container, all in one module run.
 author:
-  - multinode.training maintainers
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.files

@@ -19,7 +19,7 @@ description:
     it differs, so the same tree from another checkout sends nothing.
   - Symbolic links on the controller are followed (their targets are copied); only regular files are mirrored.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

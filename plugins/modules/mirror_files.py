@@ -18,7 +18,7 @@ description:
   - The multinode.training.mirror action runs it (once when nothing changed, twice when files are sent); it is
     rarely useful alone.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -16,7 +16,7 @@ description:
   - With O(peer), runs C(ip -o route get) to find the interface and source address this node uses to reach the peer.
   - Returns everything as the C(multinode_node) fact. Changes nothing on the node.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 attributes:
   check_mode:
     support: full
@@ -45,12 +45,12 @@ options:
     description:
       - Also observe what multinode.training.node_state watches, in the same module run, and return it as
         RV(ansible_facts.multinode_node.provisioning) (the record of the last provisioning run and the watched
-        parts as they are now), so the node_state check that follows needs no run of its own (O(observed) there).
+        parts as they are now), so the node_state check that follows needs no run of its own (O(multinode.training.node_state#module:observed) there).
       - Reading the record needs root (C(become)).
     type: dict
     suboptions:
       record:
-        description: The node's record file (multinode.training.node_state O(path)).
+        description: The node's record file (O(multinode.training.node_state#module:path)).
         type: path
         required: true
       trees:
@@ -261,7 +261,7 @@ ansible_facts:
         provisioning:
           description:
             - C(path) and C(record), the node's record of its last provisioning run (null without one), and C(parts),
-              the watched things as they are now; pass it to multinode.training.node_state as O(observed).
+              the watched things as they are now; pass it to multinode.training.node_state as O(multinode.training.node_state#module:observed).
           type: dict
           returned: when O(watch) is set
           sample: {"path": "/opt/multinode/state/provisioned.json", "record": {"version": 1, "inputs": "3f2a...", "parts": {"files /opt/ssh": "9c1e..."}},

@@ -21,7 +21,7 @@ description:
     and the collection's own files), so any change of the run's inputs forces a full provisioning run.
   - Uses the Docker daemon's API over its unix socket directly; no Docker SDK is needed.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -47,9 +47,10 @@ options:
     type: str
   observed:
     description:
-      - The node as multinode.training.node_facts observed it earlier in the run (its RV(ansible_facts.multinode_node.provisioning),
-        with O(watch) set to this check's record and watched things). With it, O(state=check) compares on the
-        controller and runs nothing on the node (action plugin only); when it does not answer this check (another
+      - The node as multinode.training.node_facts observed it earlier in the run
+        (its RV(multinode.training.node_facts#module:ansible_facts.multinode_node.provisioning),
+        with O(multinode.training.node_facts#module:watch) set to this check's record and watched things).
+        With it, O(state=check) compares on the controller and runs nothing on the node (action plugin only); when it does not answer this check (another
         record path or other watched things) the module runs as without it.
     type: dict
   roles:

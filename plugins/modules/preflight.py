@@ -23,7 +23,7 @@ description:
   - Reports every problem at once, each naming the variable, the hosts and what is allowed, and fails if there is
     any. Use it once per play (C(run_once)) in a play with C(any_errors_fatal), so no host goes on.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -14,7 +14,7 @@ description:
   - Names in O(protect) (the run in progress) are never removed and count towards O(keep). Symbolic links (such as
     C(runs/latest)) and files are left alone.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -25,7 +25,7 @@ description:
     by O(owner):O(group), mode 0750) and O(code_dir) is copied to O(work_dir) (modes and modification times kept, so
     what the ranks write there afterwards is told apart by its time) unless O(work_dir) exists.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.files

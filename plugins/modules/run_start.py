@@ -17,7 +17,7 @@ description:
     C(nodes/), which the new collection would otherwise merge into), points O(runs_dir)C(/latest) at it, and keeps
     the newest O(keep) runs (C(0) keeps all; the starting run is never removed).
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

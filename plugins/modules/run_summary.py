@@ -23,7 +23,7 @@ description:
     RV(summary.test_accuracy); without them those are empty or null.
   - Runs on the controller, in Ansible's own process, whatever host the task is for.
 author:
-  - multinode.training team
+  - multinode.training team (@multinode-training)
 attributes:
   check_mode:
     support: full

@@ -71,8 +71,9 @@ def emit(event: str, **fields: Any) -> None:
     print(json.dumps(record), flush=True)
 
 
-def detect_dist_env(env: Mapping[str, str] = os.environ) -> DistEnv:
+def detect_dist_env(env: Mapping[str, str] | None = None) -> DistEnv:
     """Rank, world size and local rank from the standard variables (one process when they are unset)."""
+    env = os.environ if env is None else env
     if "RANK" not in env:
         return DistEnv(rank=0, world_size=1, local_rank=0)
     return DistEnv(
