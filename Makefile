@@ -32,7 +32,7 @@ wheels: venv ## Intel's runtimes from PyPI for the oneapi role's pip method (cac
 	PYTHON=$(VENV)/bin/python scripts/oneapi-wheels.sh
 
 sim: venv images ## create the simulated cluster and inventories/sim
-	$(PLAYBOOK) playbooks/sim_cluster.yml
+	$(PLAYBOOK) harness/sim_cluster.yml
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e training_runtime=$(RUNTIME)
@@ -54,7 +54,7 @@ molecule: venv host images wheels
 	molecule test -s container_runtime
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
-	$(PLAYBOOK) playbooks/sim_teardown.yml
+	$(PLAYBOOK) harness/sim_teardown.yml
 
 clean: down
 	rm -rf runs

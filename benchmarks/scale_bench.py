@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: provisioning and launch cost against simulated clusters of N nodes (host mode).
 
-For each size N it creates a simulated cluster of N bare node containers (playbooks/sim_cluster.yml,
+For each size N it creates a simulated cluster of N bare node containers (harness/sim_cluster.yml,
 cluster "scale" on 172.30.79.0/24), measures, and removes it again:
 
 - preflight: the first play of playbooks/provision.yml ("Preflight and cluster facts"), its wall
@@ -241,11 +241,11 @@ def bring_up(label: str, nodes: int, mounts: list[dict[str, Any]]) -> Step:
     """A fresh cluster: new keys (the state directory is emptied first), new containers."""
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     # An empty host list: the play runs on the implicit localhost (connection local, the venv's python).
-    return run_playbook(f"{label}-sim-up", "playbooks/sim_cluster.yml", sim_vars(nodes, mounts), inventory=",")
+    return run_playbook(f"{label}-sim-up", "harness/sim_cluster.yml", sim_vars(nodes, mounts), inventory=",")
 
 
 def tear_down(label: str, nodes: int) -> Step:
-    step = run_playbook(f"{label}-sim-down", "playbooks/sim_teardown.yml", sim_vars(nodes), inventory=",")
+    step = run_playbook(f"{label}-sim-down", "harness/sim_teardown.yml", sim_vars(nodes), inventory=",")
     with contextlib.suppress(OSError):
         INVENTORY.parent.rmdir()
     return step
@@ -269,7 +269,7 @@ def sim_cluster(label: str, nodes: int, mounts: list[dict[str, Any]], record: di
 
 def manual_teardown_command(nodes: int) -> str:
     return (
-        f"ANSIBLE_CONFIG={ROOT}/ansible.cfg {VENV_BIN}/ansible-playbook playbooks/sim_teardown.yml -i , "
+        f"ANSIBLE_CONFIG={ROOT}/ansible.cfg {VENV_BIN}/ansible-playbook harness/sim_teardown.yml -i , "
         f"-e '{json.dumps(sim_vars(nodes))}'"
     )
 

@@ -73,9 +73,11 @@ def updated_readme(readme: str, table: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="fail when a README's table is not up to date")
-    parser.add_argument("roles", nargs="*", type=Path, help="role directories (default: roles/*)")
+    parser.add_argument("roles", nargs="*", type=Path, help="role directories (default: roles/* and harness/roles/*)")
     args = parser.parse_args()
-    roles = args.roles or sorted(path.parent.parent for path in Path("roles").glob("*/meta/argument_specs.yml"))
+    roles = args.roles or sorted(
+        path.parent.parent for directory in ("roles", "harness/roles") for path in Path(directory).glob("*/meta/argument_specs.yml")
+    )
     stale = []
     for role in roles:
         readme_path = role / "README.md"
