@@ -38,6 +38,11 @@ DEEPSPEED_LAUNCHERS = ("pdsh", "openmpi", "mpich", "impi", "mvapich")
 # torchrun reads no hostfile; horovodrun gets its hosts from ``-H``.
 HOSTFILE_DIALECT = {"mpiexec": "intelmpi", "mpirun": "openmpi", "ipexrun": "ipexrun", "deepspeed": "deepspeed"}
 
+
+def hostfile_dialect(launcher: str) -> str:
+    """The dialect of the hostfile written for ``launcher``: the one it reads, else Intel MPI's (for reference)."""
+    return HOSTFILE_DIALECT.get(launcher, "intelmpi")
+
 # Every layer that opens sockets picks its interface from its own variable:
 # Intel MPI's hydra process manager, the libfabric tcp and sockets providers
 # (Intel MPI and oneCCL traffic), oneCCL's key-value store bootstrap, torch's

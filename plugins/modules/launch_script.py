@@ -182,8 +182,10 @@ options:
     description:
       - Also write the hostfile of O(hosts) at O(hostfile_path) in this dialect (as M(multinode.training.hostfile)
         does), with the script's O(owner) and O(group) and mode V(0640), in the same module run.
+      - V(auto) is the dialect O(launcher) reads (Intel MPI's for C(torchrun) and C(horovodrun), which read none:
+        the file is written for reference).
     type: str
-    choices: [intelmpi, mpich, openmpi, deepspeed, horovod, ipexrun]
+    choices: [auto, intelmpi, mpich, openmpi, deepspeed, horovod, ipexrun]
   ssh_port:
     description:
       - Port of the hosts' sshd.
@@ -339,6 +341,11 @@ hostfile:
   returned: when O(hostfile_dialect) is set
   type: str
   sample: "10.0.0.1:2\n10.0.0.2:2\n"
+hostfile_dialect:
+  description: The dialect the hostfile was written in (O(hostfile_dialect=auto) resolved).
+  returned: when O(hostfile_dialect) is set
+  type: str
+  sample: intelmpi
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -358,6 +365,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     RDZV_BACKENDS,
     LaunchSpec,
     build,
+    hostfile_dialect,
 )
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
@@ -422,7 +430,7 @@ def main() -> None:
             env_script=dict(type="path", default=""),
             stage_paths=dict(type="list", elements="path", default=[]),
             placeholders=dict(type="dict", default={}),
-            hostfile_dialect=dict(type="str", choices=list(DIALECTS)),
+            hostfile_dialect=dict(type="str", choices=["auto", *DIALECTS]),
             container=dict(type="dict", options=CONTAINER_OPTIONS),
             **SPEC_OPTIONS,
         ),
@@ -441,13 +449,14 @@ def main() -> None:
             stage_paths=module.params["stage_paths"],
         )
         dialect = module.params["hostfile_dialect"]
+        dialect = hostfile_dialect(spec.launcher) if dialect == "auto" else dialect
         hostfile = render_hostfile(spec.hosts, dialect) if dialect else None
     except ValueError as exc:  # LaunchError and HostfileError included
         module.fail_json(msg=str(exc))
 
     result = dict(path=path, content=content, argvs=argvs, **ensure_content(module, path, content))
     if hostfile is not None:
-        result["hostfile"] = hostfile
+        result.update(hostfile=hostfile, hostfile_dialect=dialect)
         hostfile_args = {**module.params, "path": module.params["hostfile_path"], "mode": HOSTFILE_MODE}
         written = ensure_content(module, module.params["hostfile_path"], hostfile, hostfile_args)
         result["changed"] = result["changed"] or written["changed"]

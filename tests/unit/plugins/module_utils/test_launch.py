@@ -16,6 +16,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     LaunchSpec,
     build,
     defaults_from_topology,
+    hostfile_dialect,
     network_env,
     rank_tuning,
 )
@@ -280,6 +281,8 @@ def test_launchers_and_hostfile_dialects():
         "ipexrun": "ipexrun",
         "deepspeed": "deepspeed",
     }
+    # torchrun and horovodrun read no hostfile: the one written for reference is Intel MPI's.
+    assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == ["intelmpi", "intelmpi", "openmpi", "ipexrun", "intelmpi", "deepspeed"]
 
 
 # ---------------------------------------------------------------- errors

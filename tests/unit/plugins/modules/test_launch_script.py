@@ -179,6 +179,16 @@ def test_hostfile_is_written_with_mode_0640_and_returned(run_module: RunModule, 
     assert sorted(os.listdir(tmp_path)) == ["hostfile", "launch.sh"]  # no temporary file left behind
 
 
+@pytest.mark.parametrize(
+    ("launcher", "dialect"), [("torchrun", "intelmpi"), ("mpiexec", "intelmpi"), ("mpirun", "openmpi"), ("deepspeed", "deepspeed")]
+)
+def test_auto_writes_the_dialect_the_launcher_reads(run_module: RunModule, tmp_path: Path, launcher: str, dialect: str) -> None:
+    result = run_in(run_module, tmp_path, launcher=launcher, hostfile_dialect="auto", ssh_port=22)
+
+    assert result["hostfile_dialect"] == dialect
+    assert result["hostfile"] == render_hostfile(normalize_hosts(HOSTS), dialect)
+
+
 def test_openmpi_hostfile_content(run_module: RunModule, tmp_path: Path) -> None:
     result = run_in(run_module, tmp_path, hostfile_dialect="openmpi")
 
