@@ -245,8 +245,10 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         "# for what processes it left behind still hold open).",
         'exec {out}>&- {err}>&-',
         'for _ in {1..40}; do { kill -0 "$out_pid" || kill -0 "$err_pid"; } 2>/dev/null || break; sleep 0.05; done',
-        "# The launcher node learns here that this rank is done (the job's followers stop waiting on it).",
-        f'printf \'%s%s %d\\n\' "$prefix" {shlex.quote(events.RANK_ENDED)} "$code"',
+        "# The launcher node learns here that this rank is done (the job's followers stop waiting on it). A launcher",
+        "# already gone must not turn the rank's exit code into SIGPIPE's.",
+        "trap '' PIPE",
+        f'printf \'%s%s %d\\n\' "$prefix" {shlex.quote(events.RANK_ENDED)} "$code" 2>/dev/null',
         'exit "$code"',
     ]
 

@@ -534,6 +534,21 @@ def test_a_process_left_holding_the_output_delays_the_end_by_at_most_seconds(tmp
     assert stream.read_text().splitlines()[-1].endswith(f"{RANK_ENDED} 0")
 
 
+def test_a_closed_launcher_stream_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    # The launcher (the reader of the wrapper's stdout) is gone when the rank ends: the wrapper still exits with
+    # the rank's own code, not SIGPIPE's.
+    job = new_job(tmp_path)
+    reader, writer = os.pipe()
+    process = subprocess.Popen(
+        **{**rank_command(make_wrapper(job), TORCHRUN, ("bash", "-c", "sleep 0.5; exit 3")), "stdout": writer, "stderr": subprocess.DEVNULL}
+    )
+    os.close(writer)
+    os.read(reader, 4096)  # the start line
+    os.close(reader)
+    assert process.wait(timeout=20) == 3
+    assert status_of(job)["code"] == 3
+
+
 def test_each_rank_has_its_own_log(tmp_path: Path) -> None:
     job = new_job(tmp_path)
     wrapper = make_wrapper(job)
