@@ -43,6 +43,7 @@ def hostfile_dialect(launcher: str) -> str:
     """The dialect of the hostfile written for ``launcher``: the one it reads, else Intel MPI's (for reference)."""
     return HOSTFILE_DIALECT.get(launcher, "intelmpi")
 
+
 # Every layer that opens sockets picks its interface from its own variable:
 # Intel MPI's hydra process manager, the libfabric tcp and sockets providers
 # (Intel MPI and oneCCL traffic), oneCCL's key-value store bootstrap, torch's

@@ -182,7 +182,7 @@ options:
     description:
       - Also write the hostfile of O(hosts) at O(hostfile_path) in this dialect (as M(multinode.training.hostfile)
         does), with the script's O(owner) and O(group) and mode V(0640), in the same module run.
-      - V(auto) is the dialect O(launcher) reads (Intel MPI's for C(torchrun) and C(horovodrun), which read none:
+      - V(auto) is the dialect O(launcher) reads (Intel MPI's for C(torchrun) and C(horovodrun), which read none;
         the file is written for reference).
     type: str
     choices: [auto, intelmpi, mpich, openmpi, deepspeed, horovod, ipexrun]
