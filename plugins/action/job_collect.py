@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import Follower, follow_rest
-
-display = Display()
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import Follower, collected_rest, show
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "job_dir": {"type": "path", "required": True},
@@ -67,19 +64,14 @@ class ActionModule(ActionBase):
             members = self._bring_back(remote_archive, args["dest"])
         finally:
             self._remove_tmp_path(remote_tmp, force=True)
-        if args["follow"]:
-            self._follow_rest(args["follow"], Path(args["dest"]) / "logs")
+        follow = args["follow"]
+        if follow:
+            # What the job logged after job_wait stopped following it (its agents' and launcher's end).
+            follower = Follower(run_dir=Path(follow["run_dir"]), world_size=follow["world_size"])
+            show(follower, collected_rest(Path(args["dest"]) / "logs", follow["offsets"]))
         result.update(changed=True, files=members, bytes=packed["bytes"], dest=args["dest"])
         result.update({key: packed[key] for key in REPORTED if key in packed})
         return result
-
-    @staticmethod
-    def _follow_rest(follow: dict[str, Any], logs_dir: Path) -> None:
-        """Show and record what the job logged after job_wait stopped following it (its agents' and launcher's end)."""
-        run_dir = Path(follow["run_dir"])
-        follower = Follower(run_dir=run_dir, world_size=follow["world_size"])
-        for line in follow_rest(follower, logs_dir, follow["offsets"]):
-            display.display(f"[{run_dir.name}] {line}")
 
     def _bring_back(self, remote_archive: str, dest: str) -> int:
         """Fetch the archive and unpack it into ``dest`` on the controller; the number of files."""

@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower, show
 
 display = Display()
 
@@ -76,7 +76,7 @@ class ActionModule(ActionBase):
                 cancelled = True
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
             offsets = dict(status["offsets"])
-            self._show(follower, status["chunks"])
+            show(follower, status["chunks"])
             if follower.ended:
                 return "launcher_exit", cancelled, offsets
             if args["until"] == "ranks_succeeded" and follower.ranks_succeeded and not cancelled:
@@ -88,7 +88,7 @@ class ActionModule(ActionBase):
             if gone or polled >= deadline:
                 # What the launcher wrote in its last moments.
                 last = execute(self, "multinode.training.job_status", task_vars, {"job_dir": args["job_dir"], "offsets": offsets})
-                self._show(follower, last["chunks"])
+                show(follower, last["chunks"])
                 return ("not_running" if gone else "timeout"), cancelled, dict(last["offsets"])
 
     @staticmethod
@@ -97,12 +97,6 @@ class ActionModule(ActionBase):
         if args["until"] != "ranks_succeeded" or any(follower.exit_codes.values()):
             return 0
         return max(args["world_size"] - len(follower.exit_codes), 0)
-
-    @staticmethod
-    def _show(follower: Follower, chunks: dict[str, str]) -> None:
-        """Feed the job's new log text to ``follower`` and show the progress lines it makes of it."""
-        for line in follower.feed(chunks):
-            display.display(f"[{follower.run_dir.name}] {line}")
 
     def _container_running(self, name: str, task_vars: dict[str, Any]) -> bool:
         info = execute(self, "community.docker.docker_container_info", task_vars, {"name": name})

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ansible.utils.display import Display
+
 from ansible_collections.multinode.training.plugins.module_utils import events, progress, prune
+
+display = Display()
 
 LIVE_LOG = "live.log"
 PROGRESS_FILE = "progress.jsonl"
@@ -138,10 +142,16 @@ class Follower:
             )
 
 
-def follow_rest(follower: Follower, logs_dir: Path, offsets: Mapping[str, int]) -> list[str]:
-    """Feed ``follower`` what the job wrote to ``logs_dir`` (collected to the controller) after ``offsets``, where
-    following it on the node stopped; the lines to show."""
+def show(follower: Follower, chunks: Mapping[str, str]) -> None:
+    """Feed ``follower`` a job's new log text and show the progress lines it makes of it."""
+    for line in follower.feed(chunks):
+        display.display(f"[{follower.run_dir.name}] {line}")
+
+
+def collected_rest(logs_dir: Path, offsets: Mapping[str, int]) -> dict[str, str]:
+    """What the job wrote to ``logs_dir`` (collected to the controller) after ``offsets``, where following it on the
+    node stopped, by log file name."""
     if not logs_dir.is_dir():
-        return []
+        return {}
     chunks = progress.read_new_text(str(logs_dir), offsets, REST_MAX_BYTES)
-    return follower.feed({name: chunk.text for name, chunk in chunks.items()})
+    return {name: chunk.text for name, chunk in chunks.items()}

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ansible_collections.multinode.training.plugins.module_utils import events, progress
@@ -22,12 +24,30 @@ def launcher_line(event: str, **fields: object) -> str:
 
 
 def timed_read(
-    logs: Path, seconds: float, *, offsets: dict[str, int] | None = None, pid_file: str | None = None
+    logs: Path, seconds: float, *, offsets: dict[str, int] | None = None, pid_file: str | None = None, ranks_to_end: int = 0
 ) -> tuple[dict[str, Chunk], float]:
     """What ``read_for`` returned and the seconds it took."""
     start = time.monotonic()
-    found = progress.read_for(str(logs), offsets or {}, MAX_BYTES, seconds, pid_file=pid_file)
+    found = progress.read_for(str(logs), offsets or {}, MAX_BYTES, seconds, pid_file=pid_file, ranks_to_end=ranks_to_end)
     return found, time.monotonic() - start
+
+
+@contextlib.contextmanager
+def appended_later(log: Path, lines: list[str], every: float) -> Iterator[None]:
+    """While the block runs, a thread appends ``lines`` to ``log``, one each ``every`` seconds."""
+
+    def append() -> None:
+        for line in lines:
+            time.sleep(every)
+            with log.open("a") as handle:
+                handle.write(line)
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    try:
+        yield
+    finally:
+        writer.join()
 
 
 # --------------------------------------------------------------------------- launcher_ended
@@ -75,17 +95,8 @@ def test_read_for_returns_once_the_ranks_asked_for_have_ended(tmp_path: Path) ->
     log = tmp_path / "node1.log"
     log.write_text(f"[rank 0 node1] {events.RANK_ENDED} 0\n")
 
-    def second_rank_ends() -> None:
-        time.sleep(0.3)
-        with log.open("a") as stream:
-            stream.write(f"[rank 1 node2] {events.RANK_ENDED} 0\n")
-
-    writer = threading.Thread(target=second_rank_ends)
-    writer.start()
-    start = time.monotonic()
-    found = progress.read_for(str(tmp_path), {}, MAX_BYTES, 10, ranks_to_end=2)
-    elapsed = time.monotonic() - start
-    writer.join()
+    with appended_later(log, [f"[rank 1 node2] {events.RANK_ENDED} 0\n"], every=0.3):
+        found, elapsed = timed_read(tmp_path, 10, ranks_to_end=2)
 
     assert 0.3 <= elapsed < 3
     assert found["node1.log"].text.count(events.RANK_ENDED) == 2
@@ -122,18 +133,8 @@ def test_read_for_returns_text_appended_while_it_waits_with_the_offset_after_it(
     log = tmp_path / "node1.log"
     log.write_text("before\n")
 
-    def append() -> None:
-        for line in ("first\n", "second\n"):
-            time.sleep(0.1)
-            with log.open("a") as handle:
-                handle.write(line)
-
-    writer = threading.Thread(target=append)
-    writer.start()
-    try:
+    with appended_later(log, ["first\n", "second\n"], every=0.1):
         found, _ = timed_read(tmp_path, 0.6, offsets={"node1.log": len("before\n")})
-    finally:
-        writer.join()
 
     assert found == {"node1.log": Chunk("first\nsecond\n", len("before\nfirst\nsecond\n"))}
 
@@ -143,17 +144,8 @@ def test_read_for_returns_as_soon_as_an_exit_event_is_appended(tmp_path: Path) -
     log.write_text("")
     exit_line = launcher_line("launcher_exit", code=3)
 
-    def finish() -> None:
-        time.sleep(0.2)
-        with log.open("a") as handle:
-            handle.write(exit_line)
-
-    writer = threading.Thread(target=finish)
-    writer.start()
-    try:
+    with appended_later(log, [exit_line], every=0.2):
         found, elapsed = timed_read(tmp_path, 5)
-    finally:
-        writer.join()
 
     assert elapsed < 2
     assert found == {"launcher.log": Chunk(exit_line, len(exit_line))}

@@ -16,7 +16,7 @@ from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
     PROGRESS_FILE,
     STALE_FILES,
     Follower,
-    follow_rest,
+    collected_rest,
     start_run_dir,
 )
 
@@ -127,7 +127,7 @@ def test_follow_rest_reads_the_collected_logs_after_the_offsets(tmp_path: Path) 
     (logs / "rank-0.log").write_text("late line\n")
     follower = Follower(run_dir=tmp_path, world_size=1)
 
-    shown = follow_rest(follower, logs, {"node1.log": len(followed)})
+    shown = follower.feed(collected_rest(logs, {"node1.log": len(followed)}))
 
     assert shown == ["node node1: torchrun agent exited 0", "launcher exited 0"]
     assert follower.ended and follower.launcher_exit_code == 0
@@ -139,7 +139,7 @@ def test_follow_rest_reads_the_collected_logs_after_the_offsets(tmp_path: Path) 
 
 
 def test_follow_rest_of_nothing_collected_shows_nothing(tmp_path: Path) -> None:
-    assert follow_rest(Follower(run_dir=tmp_path, world_size=1), tmp_path / "missing", {}) == []
+    assert Follower(run_dir=tmp_path, world_size=1).feed(collected_rest(tmp_path / "missing", {})) == []
 
 
 def test_no_heartbeat_before_heartbeat_seconds(follower: Follower) -> None:
