@@ -51,10 +51,11 @@ def read_new_text(logs_dir: str, offsets: Mapping[str, int], max_bytes: int) -> 
     """For every ``*.log`` in ``logs_dir`` but the ranks' own logs: the complete lines after its offset.
 
     At most ``max_bytes`` per file and call; a line still being written waits for the next call.
-    Files that shrank (rewritten) are read again from the start.
+    Files that shrank (rewritten) are read again from the start. The launch script's log is read first: a node's
+    exit it logs comes after that node's output, so what the nodes' logs hold then is complete up to that exit.
     """
     chunks: dict[str, Chunk] = {}
-    for name in sorted(os.listdir(logs_dir)):
+    for name in sorted(os.listdir(logs_dir), key=lambda name: (name != LAUNCHER_LOG, name)):
         if not name.endswith(".log") or _RANK_LOG.fullmatch(name):
             continue
         start = int(offsets.get(name, 0))
@@ -145,16 +146,20 @@ def epoch_of(text: str) -> dict[str, Any] | None:
 
 
 def progress_records(chunks: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The records in new log text, file by file: ``started``, ``ended``, ``epoch``, ``output`` (every other rank line)
-    and the launch script's ``node_exit``, ``abort``, ``cancel`` and ``launcher_exit`` events."""
-    records: list[dict[str, Any]] = []
+    """The records in new log text: ``started``, ``ended``, ``epoch``, ``output`` (every other rank line) file by
+    file, then the launch script's ``node_exit``, ``abort``, ``cancel`` and ``launcher_exit`` events.
+
+    The launch script logs a node's exit after that node's output ended, and read_new_text reads its log before
+    the nodes' logs: the ranks' lines of the same read come first, whatever the files are called."""
+    rank_records: list[dict[str, Any]] = []
+    launcher_records: list[dict[str, Any]] = []
     for name, text in chunks.items():
         if name == LAUNCHER_LOG:
-            records += [_launcher_record(event) for event in parse_events(text) if event.get("event") in _SHOWN_EVENTS]
+            launcher_records += [_launcher_record(event) for event in parse_events(text) if event.get("event") in _SHOWN_EVENTS]
             continue
         for line in text.splitlines():
-            records += _rank_records(line)
-    return records
+            rank_records += _rank_records(line)
+    return rank_records + launcher_records
 
 
 _SHOWN_EVENTS = (events.NODE_EXIT, events.ABORT, events.CANCEL, events.LAUNCHER_EXIT)

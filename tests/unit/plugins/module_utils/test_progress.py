@@ -268,13 +268,26 @@ def test_lines_without_the_rank_prefix_are_ignored() -> None:
     assert progress.progress_records({"node1.log": text}) == []
 
 
-def test_records_follow_the_order_of_the_files_given() -> None:
+@pytest.mark.parametrize("node", ["node1", "a", "zeta"])
+def test_the_ranks_records_of_one_read_come_before_the_launch_scripts_events(node: str) -> None:
+    # Read in one poll: the last ranks' end markers and the exit of their node's agent (a fast teardown). The
+    # record must not say the node exited before its ranks ended, whatever the node is called.
     chunks = {
-        "node1.log": "[rank 0 node1] hi\n",
-        "launcher.log": launcher_line("launcher_exit", code=0),
+        "launcher.log": launcher_line("node_exit", node=node, code=0) + launcher_line("launcher_exit", code=0),
+        f"{node}.log": f"[rank 0 {node}] hi\n[rank 0 {node}] {events.RANK_ENDED} 0\n",
     }
 
-    assert [record["kind"] for record in progress.progress_records(chunks)] == ["output", "launcher_exit"]
+    kinds = [record["kind"] for record in progress.progress_records(chunks)]
+
+    assert kinds == ["output", "ended", "node_exit", "launcher_exit"]
+
+
+@pytest.mark.parametrize("node", ["a", "node1", "zeta"])
+def test_the_launch_scripts_log_is_read_first(tmp_path: Path, node: str) -> None:
+    for name in (f"{node}.log", "launcher.log", "ssh-x.log"):
+        (tmp_path / name).write_text("line\n", encoding="utf-8")
+
+    assert list(progress.read_new_text(str(tmp_path), {}, 1024))[0] == "launcher.log"
 
 
 # describe

@@ -131,10 +131,11 @@ def test_follow_rest_reads_the_collected_logs_after_the_offsets(tmp_path: Path) 
 
     assert shown == ["node node1: torchrun agent exited 0", "launcher exited 0"]
     assert follower.ended and follower.launcher_exit_code == 0
+    # The node's own lines first: its agent exited after them.
     assert (tmp_path / LIVE_LOG).read_text().splitlines() == [
+        "[rank 0 node1] late line",
         "[job] node node1: torchrun agent exited 0",
         "[job] launcher exited 0",
-        "[rank 0 node1] late line",
     ]
 
 
