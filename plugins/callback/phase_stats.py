@@ -8,10 +8,9 @@ short_description: Count changed tasks and seconds per phase of a training playb
 description:
   - Each play may set the play variable C(multinode_phase) (for example C(provision) or C(launch)).
   - This callback counts the changed task results and the wall-clock seconds of every phase.
-  - At the start of every play it publishes the totals so far, as JSON, in the environment variable
-    C(MULTINODE_TRAINING_PHASE_STATS). Tasks forked after that point read it with
-    C(lookup('ansible.builtin.env', 'MULTINODE_TRAINING_PHASE_STATS')); the launcher role puts them in the run
-    summary (C(provision_changed), C(phases.provision)).
+  - At the start of every play it gives the play the totals so far as the play variable C(multinode_phase_stats)
+    (phase name to C(changed) and C(seconds)); the launcher role puts them in the run summary
+    (C(provision_changed), C(phases.provision)).
   - Plays without C(multinode_phase) are not counted. Entering a phase again after another phase (a second
     C(train.yml) imported in the same run) starts that phase's counts afresh.
   - The collection's playbooks load it by themselves (C(playbooks/callback_plugins/multinode_phase_stats.py) needs no
@@ -19,14 +18,12 @@ description:
     import the roles directly.
 """
 
-import json
-import os
 import time
 from typing import Any
 
 from ansible.plugins.callback import CallbackBase
 
-ENV_VAR = "MULTINODE_TRAINING_PHASE_STATS"
+PLAY_VARIABLE = "multinode_phase_stats"
 
 
 class CallbackModule(CallbackBase):
@@ -47,16 +44,16 @@ class CallbackModule(CallbackBase):
             self._phases[self._current]["seconds"] += time.monotonic() - self._phase_started
             self._current = None
 
-    def _publish(self) -> None:
-        rounded = {
+    def totals(self) -> dict[str, dict[str, int | float]]:
+        """Changed results and seconds of every phase so far (the phase under way up to its last play start)."""
+        return {
             name: {"changed": int(stats["changed"]), "seconds": round(stats["seconds"], 2)}
             for name, stats in self._phases.items()
         }
-        os.environ[ENV_VAR] = json.dumps(rounded, sort_keys=True)
 
     def v2_playbook_on_play_start(self, play: Any) -> None:
         self._close_phase()
-        self._publish()
+        play.vars[PLAY_VARIABLE] = self.totals()
         phase = play.get_vars().get("multinode_phase")
         if isinstance(phase, str) and phase:
             if phase != self._last:
@@ -70,4 +67,3 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats: Any) -> None:
         self._close_phase()
-        self._publish()
