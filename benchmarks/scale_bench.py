@@ -18,7 +18,7 @@ cluster "scale" on 172.30.79.0/24), measures, and removes it again:
 
 Per-step logs (the json callback's report and stderr) go to benchmarks/results/scale_logs/.
 
-Lightweight nodes: the job runs on the hosts (training_runtime=host). A warm-up (not measured)
+Lightweight nodes: the job runs on the hosts (cluster_runtime=host). A warm-up (not measured)
 provisions a 1-node cluster whose heavy directories (the host_runtime virtualenv with torch, the
 oneapi pip prefix with Intel MPI) are Docker volumes scale-*; every benchmark node mounts them
 read-only at the same paths, so the roles find them built (fingerprint marker, wheels present)
@@ -76,7 +76,7 @@ VOLUMES = {
     "scale-oneapi": "/opt/intel/oneapi-pip",
 }
 VOLUME_LABEL = "multinode.bench=scale"
-COMMON_VARS: dict[str, Any] = {"training_runtime": "host", "workload_src": str(WORKLOAD_DIR)}
+COMMON_VARS: dict[str, Any] = {"cluster_runtime": "host", "workload_src": str(WORKLOAD_DIR)}
 LAUNCHERS = ("mpiexec", "torchrun")
 EXTRAPOLATE_TO = 1000
 
@@ -757,7 +757,7 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         f"`benchmarks/scale_bench.py` against simulated clusters of bare node containers on one machine "
         f"({host['cpus']} cores, {host['mem_gib']} GiB; the nodes and the controller share it), host mode "
-        f"(`training_runtime=host`), ansible-core {results['ansible_core']}, `ansible.cfg` as shipped (forks "
+        f"(`cluster_runtime=host`), ansible-core {results['ansible_core']}, `ansible.cfg` as shipped (forks "
         f"{results['settings']['forks']}, pipelining, SSH ControlPersist). Each step starts with cold SSH connections. "
         "The nodes mount one prebuilt virtualenv (torch) and oneapi pip prefix read-only, so the provisioning "
         "below is everything except installing those (apt, users, SSH mesh, code, sshd, the oneAPI and "

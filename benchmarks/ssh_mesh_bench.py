@@ -38,11 +38,9 @@ def address(index: int) -> str:
 def template_vars(hosts: list[str]) -> dict[str, Any]:
     return {
         "ansible_managed": "Ansible managed",
-        "ssh_mesh_hosts": hosts,
-        "ssh_mesh_port": 12345,
-        "ssh_mesh_user": "dev",
+        "cluster": {"hosts": hosts, "ssh_port": 12345, "user": "dev"},
         "hostvars": {
-            host: {"cluster_address": address(index), "ssh_mesh_host_key": {"public_key": FAKE_PUBKEY}}
+            host: {"cluster_node": {"address": address(index)}, "ssh_mesh_host_key": {"public_key": FAKE_PUBKEY}}
             for index, host in enumerate(hosts)
         },
     }

@@ -11,6 +11,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values
 from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import PROVISIONING_ROLES, inputs_hash
+from ansible_collections.multinode.training.plugins.plugin_utils.preflight import RECORDED
 
 # The image tarball the container_runtime role loads: its size and time stand for its content.
 TARBALL_VARIABLE = "container_runtime_image_tarball"
@@ -44,7 +45,7 @@ class ActionModule(ActionBase):
     def _values(loader: Any, roles: list[str], task_vars: dict[str, Any]) -> dict[str, Any]:
         """The provisioning roles' variables and the cluster facts this host has, templated."""
         host_vars = task_vars["hostvars"][task_vars["inventory_hostname"]]
-        names = set(role_options(loader, roles)) | {name for name in host_vars if str(name).startswith("cluster_")}
+        names = set(role_options(loader, roles)) | set(RECORDED) | {name for name in host_vars if str(name).startswith("cluster_")}
         values, problems = set_values(host_vars, names)
         if problems:
             raise AnsibleActionFail("; ".join(map(str, problems)))

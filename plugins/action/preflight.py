@@ -63,7 +63,7 @@ class ActionModule(ActionBase):
         options = role_options(self._loader, roles)
         hostvars = task_vars["hostvars"]
         hosts = list(task_vars.get("ansible_play_hosts_all") or [])
-        names = set(options) | set(preflight.NAMED_RULES)
+        names = (set(options) | set(preflight.NAMED_RULES)) - set(preflight.RECORDED)
         values = {host: set_values(hostvars[host], names) for host in hosts}
 
         found: list[tuple[str, preflight.Problem]] = []

@@ -9,7 +9,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multinode.training.plugins.module_utils import launch
+from ansible_collections.multinode.training.plugins.module_utils import cluster, launch
 
 
 def hostfile_entries(
@@ -18,7 +18,7 @@ def hostfile_entries(
     entries = []
     for name in hosts:
         host = hostvars[name]
-        address = host.get("cluster_address") or host.get("ansible_host") or name
+        address = (host.get("cluster_node") or {}).get("address") or host.get("ansible_host") or name
         entries.append({"name": name, "address": str(address), "slots": _host_slots(host, slots_var, slots)})
     return entries
 
@@ -34,14 +34,18 @@ def _host_slots(host: Mapping[str, Any], slots_var: str, fallback: int) -> int:
         return fallback
 
 
+def cluster_contract(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    return cluster.build(inputs).as_fact()
+
+
 def _filter_errors(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` with its LaunchError turned into the AnsibleFilterError a template reports."""
+    """``function`` with its LaunchError or ContractError turned into the AnsibleFilterError a template reports."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except launch.LaunchError as exc:
+        except (launch.LaunchError, cluster.ContractError) as exc:
             raise AnsibleFilterError(str(exc)) from exc
 
     return wrapper
@@ -51,6 +55,8 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "hostfile_entries": hostfile_entries,
+            "cluster_contract": _filter_errors(cluster_contract),
+            "cluster_node": cluster.node,
             "rank_tuning": _filter_errors(launch.rank_tuning),
             "interface_env": launch.interface_env,
         }

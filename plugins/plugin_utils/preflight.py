@@ -109,17 +109,57 @@ def _environment(value: Any) -> str | None:
     return "; ".join(messages) or None
 
 
-def _renamed(new: str) -> Rule:
+def _no_longer_read(hint: str) -> Rule:
     """A variable the roles no longer read: any value set for it would be ignored silently."""
 
     def rule(value: Any) -> str:
-        return f"is no longer read; set {new} instead (per host, per group or -e)"
+        return f"is no longer read; {hint}"
 
     return rule
 
 
-# Variables the roles no longer read, and the one that replaced each.
-RENAMED: dict[str, str] = {"cluster_slots": "launcher_nproc_per_node"}
+def _set_by_the_playbook(source: str) -> Rule:
+    def rule(value: Any) -> str:
+        return f"is set from {source} by playbooks/provision.yml; set {source} instead"
+
+    return rule
+
+
+def _aliases(names: str, replacement: str) -> dict[str, str]:
+    return dict.fromkeys(names.split(), replacement)
+
+
+# Variables the roles no longer read, and the input that replaced each: one name per concept (the cluster
+# contract derives the rest, plugins/module_utils/cluster.py).
+RENAMED: dict[str, str] = {
+    "cluster_slots": "launcher_nproc_per_node",
+    **_aliases("training_runtime launcher_runtime workers_runtime", "cluster_runtime"),
+    **_aliases("launcher_image workers_image", "cluster_image"),
+    **_aliases("launcher_container_name launcher_worker_container_name workers_container_name", "cluster_name"),
+    **_aliases("ssh_mesh_user host_runtime_user", "cluster_user"),
+    **_aliases("launcher_uid ssh_mesh_uid host_runtime_uid workload_uid", "cluster_uid"),
+    **_aliases("launcher_gid ssh_mesh_gid host_runtime_gid workload_gid", "cluster_gid"),
+    **_aliases("launcher_user workers_user", "cluster_uid and cluster_gid"),
+    **_aliases("launcher_ssh_port workers_ssh_port ssh_mesh_port", "cluster_ssh_port"),
+    **_aliases("launcher_host workers_launcher_host ssh_mesh_launcher_host", "cluster_launcher_group"),
+    **_aliases("launcher_hosts workers_hosts ssh_mesh_hosts", "cluster_launcher_group and cluster_workers_group"),
+    **_aliases(
+        "launcher_workdir workers_workdir workload_dir launcher_ssh_client_dir ssh_mesh_client_dir ssh_mesh_dir "
+        "workers_ssh_dir launcher_worker_pidfile workers_run_dir launcher_env_script host_runtime_env_script "
+        "host_runtime_home host_runtime_root",
+        "cluster_root",
+    ),
+}
+# Variables the roles no longer read that nothing replaces, and why.
+REMOVED: dict[str, str] = _aliases(
+    "launcher_devices workers_devices launcher_group_add workers_group_add",
+    "every /dev/dri device of the node and its render and video groups are passed in (the fact cluster_node)",
+)
+# Options of a role that playbooks/provision.yml sets from a cluster input (a role parameter, which beats the
+# inventory): the role is also used on its own, where the option is its input.
+WIRED: dict[str, str] = {"container_runtime_image": "cluster_image"}
+# Facts the cluster role records (the cluster contract): a value the inventory gives them is overridden, not an input.
+RECORDED = ("cluster", "cluster_node")
 
 PORT = _int_in(1, 65535, "a port from 1 to 65535")
 POSITIVE = _int_in(1, None, "a whole number of seconds > 0")
@@ -134,23 +174,18 @@ NAMED_RULES: dict[str, Rule] = {
     "cluster_name": NAME,
     "cluster_user": _matching(USER_NAME, "a Linux user name: lower-case letters, digits, _ and -, at most 32"),
     "cluster_root": _safe_path(absolute=True),
-    "workload_dir": _safe_path(absolute=True),
-    "launcher_workdir": _safe_path(absolute=True),
-    "workers_workdir": _safe_path(absolute=True),
     "launcher_script": _safe_path(absolute=False),
     "launcher_job_id": OPTIONAL_NAME,
     "launcher_job_name": OPTIONAL_NAME,
-    "launcher_container_name": NAME,
-    "workers_container_name": NAME,
-    "launcher_worker_container_name": NAME,
     "launcher_nproc_per_node": _count_or_auto,
     "launcher_keep_jobs": _int_in(0, None, "0 (keep all) or how many of the newest to keep"),
     "launcher_keep_runs": _int_in(0, None, "0 (keep all) or how many of the newest to keep"),
     "launcher_omp_num_threads": _count_or_auto,
     "launcher_env": _environment,
-    "training_runtime": _matching(re.compile(r"container|host"), "'container' or 'host'"),
     "oneapi_verify_env": _environment,
-    **{old: _renamed(new) for old, new in RENAMED.items()},
+    **{old: _no_longer_read(f"set {new} instead (per host, per group or -e)") for old, new in RENAMED.items()},
+    **{old: _no_longer_read(why) for old, why in REMOVED.items()},
+    **{name: _set_by_the_playbook(source) for name, source in WIRED.items()},
 }
 # Rules by name ending: every port, timeout and numeric id of every role, present and future.
 SUFFIX_RULES: dict[str, Rule] = {"_port": PORT, "_timeout": POSITIVE, "_uid": ID, "_gid": ID}
@@ -245,19 +280,19 @@ def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Pr
     ]
 
 
-# The launchers that run on the hosts themselves (training_runtime=host); the others need the training image.
+# The launchers that run on the hosts themselves (cluster_runtime=host); the others need the training image.
 HOST_RUNTIME_LAUNCHERS = ("torchrun", "mpiexec")
 
 
 def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
     """The launcher can run where the run puts it: on the hosts only torchrun and mpiexec (the others' MPI is in
     the training image). ``values`` are the launcher host's own."""
-    runtime = values.get("launcher_runtime") or values.get("training_runtime") or values.get("cluster_runtime") or "container"
+    runtime = values.get("cluster_runtime") or "container"
     launcher = values.get("launcher_type") or "torchrun"
     if runtime != "host" or launcher in HOST_RUNTIME_LAUNCHERS:
         return []
     allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
-    return [Problem("launcher_type", f"{launcher!r} needs the training image (its MPI is installed there); on the hosts (training_runtime=host) use {allowed}")]
+    return [Problem("launcher_type", f"{launcher!r} needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use {allowed}")]
 
 
 def controller_problems(workload_src: str, script: str, data_src: str, runs_dir: str) -> list[Problem]:

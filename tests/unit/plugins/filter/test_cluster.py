@@ -7,13 +7,28 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.multinode.training.plugins.filter.cluster import FilterModule, hostfile_entries
+from ansible_collections.multinode.training.plugins.module_utils.cluster import DERIVED, INPUTS, ContractError
 
 FILTERS = FilterModule().filters()
 
 HOSTVARS = {
-    "node1": {"cluster_address": "10.0.0.1", "launcher_tuning": {"slots": 2}, "launcher_nproc_per_node": "auto"},
+    "node1": {"cluster_node": {"address": "10.0.0.1"}, "launcher_tuning": {"slots": 2}, "launcher_nproc_per_node": "auto"},
     "node2": {"ansible_host": "10.0.0.2", "launcher_nproc_per_node": 4},
     "node3": {},
+}
+
+CONTRACT_INPUTS = {
+    "name": "mnt",
+    "user": "trainer",
+    "uid": "12345",
+    "gid": "12346",
+    "ssh_port": "2222",
+    "image": "registry.example/train:1",
+    "runtime": "host",
+    "root": "/srv/mnt/",
+    "state_dir": "/var/lib/mnt",
+    "launcher_host": "node1",
+    "hosts": ["node1", "node2"],
 }
 
 
@@ -51,3 +66,50 @@ def test_interface_env_names_every_layer():
         "GLOO_SOCKET_IFNAME": "eth1",
         "NCCL_SOCKET_IFNAME": "eth1",
     }
+
+
+def test_hostfile_entries_prefer_the_cluster_node_address_to_ansible_host():
+    hostvars = {"node1": {"cluster_node": {"address": "10.0.0.1"}, "ansible_host": "192.168.1.1"}}
+    assert hostfile_entries(["node1"], hostvars)[0]["address"] == "10.0.0.1"
+    hostvars = {"node1": {"cluster_node": {"address": ""}, "ansible_host": "192.168.1.1"}}
+    assert hostfile_entries(["node1"], hostvars)[0]["address"] == "192.168.1.1"
+
+
+def test_cluster_contract_returns_the_fact():
+    fact = FILTERS["cluster_contract"](CONTRACT_INPUTS)
+    assert isinstance(fact, dict)
+    assert set(fact) == set(INPUTS) | set(DERIVED)
+    assert (fact["uid"], fact["gid"], fact["ssh_port"]) == (12345, 12346, 2222)
+    assert fact["root"] == "/srv/mnt"
+    assert fact["hosts"] == ["node1", "node2"]
+    assert fact["ssh_client_dir"] == "/srv/mnt/home/.ssh"
+    assert fact["env_script"] == "/srv/mnt/env.sh"
+    assert fact["owner"] == "12345:12346"
+
+
+def test_cluster_contract_errors_become_filter_errors():
+    with pytest.raises(AnsibleFilterError, match="cluster_runtime: 'podman' is not allowed") as error:
+        FILTERS["cluster_contract"]({**CONTRACT_INPUTS, "runtime": "podman"})
+    assert not isinstance(error.value, ContractError)
+    assert isinstance(error.value.__cause__, ContractError)
+    with pytest.raises(AnsibleFilterError, match="cluster_uid: True is not a whole number"):
+        FILTERS["cluster_contract"]({**CONTRACT_INPUTS, "uid": True})
+
+
+def test_cluster_node_filter_builds_the_node_fact():
+    node_facts = {
+        "route": {"interface": "eth1", "source_address": "10.0.0.2", "gateway": None, "local": False},
+        "ipv4_addresses": {"eth0": ["192.168.1.2"], "eth1": ["10.0.0.2"]},
+        "dri": {"cards": ["card0"], "render_nodes": ["renderD128"]},
+        "gids": {"render": 109, "video": 44},
+        "cpu": {"sockets": 1},
+    }
+    assert FILTERS["cluster_node"](node_facts, "192.168.1.2") == {
+        "address": "10.0.0.2",
+        "iface": "eth1",
+        "cpu": {"sockets": 1},
+        "dri_devices": ["/dev/dri/card0", "/dev/dri/renderD128"],
+        "device_gids": [109, 44],
+    }
+    overridden = FILTERS["cluster_node"](node_facts, "192.168.1.2", "10.9.0.2", "ib0")
+    assert (overridden["address"], overridden["iface"]) == ("10.9.0.2", "ib0")

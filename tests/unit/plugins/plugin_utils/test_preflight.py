@@ -19,11 +19,9 @@ from ansible_collections.multinode.training.plugins.plugin_utils.preflight impor
 
 REPO = Path(preflight.__file__).resolve().parents[2]
 ROLES = REPO / "roles"
-# Variables the playbooks document (README.md) that belong to no role's argument spec.
-PLAYBOOK_VARIABLES = frozenset({"training_runtime"})
 GROUPS = ("launcher", "workers")
 
-PORTS = ("cluster_ssh_port", "launcher_master_port", "launcher_rdzv_port", "workers_ssh_port")
+PORTS = ("cluster_ssh_port", "launcher_master_port", "launcher_rdzv_port")
 TIMEOUTS = ("launcher_timeout", "workers_ready_timeout")
 COUNTS = ("launcher_nproc_per_node", "launcher_omp_num_threads")
 
@@ -39,7 +37,8 @@ ABSOLUTE_PATH = "use an absolute path of letters, digits and _ . / + - without '
 RELATIVE_PATH = "use a path relative to the code directory of letters, digits and _ . / + - without '..'"
 ENV_NAMES = "a name is letters, digits and _, not starting with a digit"
 ENV_VALUES = "are lists or mappings; use a string or number"
-RUNTIME = "use 'container' or 'host'"
+RUNTIME = "must be one of: container, host, got: "
+RENAMED_HINT = "is no longer read; set {} instead (per host, per group or -e)"
 
 
 def load_yaml(path: Path) -> Any:
@@ -65,9 +64,9 @@ def is_templated(value: Any) -> bool:
 
 
 def literal_defaults(role: str) -> dict[str, Any]:
-    """A role's defaults that are plain values, not templates of other variables."""
+    """A role's defaults that are plain values, not templates of other variables (nor set by the playbooks)."""
     defaults = load_yaml(ROLES / role / "defaults" / "main.yml") or {}
-    return {name: value for name, value in defaults.items() if not is_templated(value)}
+    return {name: value for name, value in defaults.items() if not is_templated(value) and name not in preflight.WIRED}
 
 
 def problems_of(**values: Any) -> list[Problem]:
@@ -96,21 +95,23 @@ BAD_VALUES = [
     # choices from the argument specs, or a rule for a playbook-level variable
     case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, got: srun"),
     case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, got: nccl"),
-    case("cluster_runtime", "vm", "must be one of: container, host, got: vm"),
-    case("training_runtime", "vm", f"'vm' is not allowed; {RUNTIME}"),
+    case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
     *[case(port, value, f"{value!r} is not allowed; {PORT_RANGE}") for port in PORTS for value in (0, 70000, -1)],
     *[case(timeout, value, f"{value!r} is not allowed; {SECONDS}") for timeout in TIMEOUTS for value in (0, -5)],
     *[case(count, value, f"{value!r} is not allowed; {COUNT}") for count in COUNTS for value in (0, -1, "many", "")],
     # a variable the roles no longer read, whatever its value
-    *[case("cluster_slots", value, "is no longer read; set launcher_nproc_per_node instead (per host, per group or -e)") for value in (0, 2)],
+    *[case("cluster_slots", value, RENAMED_HINT.format("launcher_nproc_per_node")) for value in (0, 2)],
+    # one name per concept: the roles' aliases of the cluster contract name the input that replaced them
+    *[case(old, "host", RENAMED_HINT.format("cluster_runtime")) for old in ("training_runtime", "launcher_runtime", "workers_runtime")],
+    case("launcher_workdir", "/srv/work", RENAMED_HINT.format("cluster_root")),
+    case("workers_user", "1000:1000", RENAMED_HINT.format("cluster_uid and cluster_gid")),
+    case("container_runtime_image", "x:1", "is set from cluster_image by playbooks/provision.yml; set cluster_image instead"),
+    case("launcher_devices", ["/dev/dri/card0"], "is no longer read; every /dev/dri device of the node"),
     case("cluster_uid", -1, f"-1 is not allowed; {ID_RANGE}"),
     case("cluster_gid", 2**32 - 1, f"4294967295 is not allowed; {ID_RANGE}"),
-    case("launcher_uid", 2**32, f"4294967296 is not allowed; {ID_RANGE}"),
-    case("workload_gid", -1, f"-1 is not allowed; {ID_RANGE}"),
     # names used in paths, container names and shell lines
     *[case("cluster_name", name, f"{name!r} is not allowed; {NAME}") for name in ("a;b", "a b", "../x", "-x", "x" * 64)],
-    case("launcher_container_name", "a/b", f"'a/b' is not allowed; {NAME}"),
     case("launcher_job_id", "x/y", f"'x/y' is not allowed; {OPTIONAL_NAME}"),
     case("launcher_job_name", "my job", f"'my job' is not allowed; {OPTIONAL_NAME}"),
     *[case("cluster_user", user, f"{user!r} is not allowed; {USER}") for user in ("Root", "a b")],
@@ -118,7 +119,6 @@ BAD_VALUES = [
     case("cluster_root", "opt/multinode", f"'opt/multinode' is not allowed; {ABSOLUTE_PATH}"),
     case("cluster_root", "/opt/../etc", f"'/opt/../etc' is not allowed; {ABSOLUTE_PATH}"),
     case("cluster_root", "/opt/$(reboot)", f"'/opt/$(reboot)' is not allowed; {ABSOLUTE_PATH}"),
-    case("launcher_workdir", "work", f"'work' is not allowed; {ABSOLUTE_PATH}"),
     case("launcher_script", "/srv/code/train.py", f"'/srv/code/train.py' is not allowed; {RELATIVE_PATH}"),
     case("launcher_script", "../train.py", f"'../train.py' is not allowed; {RELATIVE_PATH}"),
     case("launcher_script", "src/../../train.py", f"'src/../../train.py' is not allowed; {RELATIVE_PATH}"),
@@ -151,8 +151,7 @@ GOOD_VALUES = [
     ("launcher_script", "train.py"),
     ("launcher_script", "src/train.py"),
     ("launcher_env", {"OMP_PROC_BIND": "close", "_X1": 3}),
-    ("training_runtime", "host"),
-    ("training_runtime", "container"),
+    ("cluster_runtime", "container"),
     ("cluster_runtime", "host"),
     ("launcher_type", "mpiexec"),
 ]
@@ -163,7 +162,7 @@ def test_valid_value_gives_no_problem(variable: str, value: Any) -> None:
     assert problems_of(**{variable: value}) == []
 
 
-@pytest.mark.parametrize("variable", PORTS + TIMEOUTS + ("cluster_uid", "launcher_gid"))
+@pytest.mark.parametrize("variable", PORTS + TIMEOUTS + ("cluster_uid", "cluster_gid"))
 @pytest.mark.parametrize("value", [True, False])
 def test_booleans_are_not_numbers(variable: str, value: bool) -> None:
     assert_single(problems_of(**{variable: value}), variable, f"{value!r} is not allowed; use ")
@@ -200,7 +199,7 @@ def test_node_paths_are_judged_as_written_not_expanded_on_the_controller(monkeyp
         case("cluster_user", "dev\n", USER),
         case("cluster_root", "/opt/multinode\n", ABSOLUTE_PATH),
         case("launcher_script", "train.py\n", RELATIVE_PATH),
-        case("training_runtime", "host\n", RUNTIME),
+        case("cluster_runtime", "host\n", RUNTIME),
         case("launcher_env", {"A\n": "1"}, ENV_NAMES),
     ],
 )
@@ -215,7 +214,7 @@ NUMERIC_OPTIONS = sorted(name for name in OPTIONS if name.endswith(NUMERIC_SUFFI
 
 
 def test_the_numeric_options_are_found() -> None:
-    assert {"cluster_ssh_port", "launcher_rdzv_port", "workers_ready_timeout", "cluster_uid", "workload_gid"} <= set(NUMERIC_OPTIONS)
+    assert {"cluster_ssh_port", "launcher_rdzv_port", "workers_ready_timeout", "cluster_uid", "cluster_gid"} <= set(NUMERIC_OPTIONS)
 
 
 @pytest.mark.parametrize("variable", NUMERIC_OPTIONS)
@@ -234,20 +233,32 @@ def test_literal_defaults_are_valid(role: str) -> None:
     assert [str(problem) for problem in preflight.value_problems(OPTIONS, defaults)] == []
 
 
-@pytest.mark.parametrize("variable", sorted(set(preflight.NAMED_RULES) - set(preflight.RENAMED)))
+@pytest.mark.parametrize("variable", sorted(set(preflight.NAMED_RULES) - set(preflight.RENAMED) - set(preflight.REMOVED)))
 def test_every_named_rule_names_a_real_variable(variable: str) -> None:
-    assert variable in OPTIONS or variable in PLAYBOOK_VARIABLES
+    assert variable in OPTIONS
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(preflight.RENAMED.items()))
 def test_a_renamed_variable_is_gone_and_its_replacement_is_real(old: str, new: str) -> None:
-    assert old not in OPTIONS and old not in PLAYBOOK_VARIABLES
-    assert new in OPTIONS
+    assert old not in OPTIONS
+    assert set(new.split(" and ")) <= set(OPTIONS)
 
 
-@pytest.mark.parametrize("variable", sorted(PLAYBOOK_VARIABLES))
-def test_playbook_variables_are_documented(variable: str) -> None:
-    assert variable in (REPO / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize(("name", "source"), sorted(preflight.WIRED.items()))
+def test_a_wired_option_is_set_by_provision_yml_from_its_source(name: str, source: str) -> None:
+    assert name in OPTIONS and source in OPTIONS
+    assert f"{name}: \"{{{{ cluster.{source.removeprefix('cluster_')} }}}}\"" in (REPO / "playbooks" / "provision.yml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("old", sorted(preflight.REMOVED))
+def test_a_removed_variable_is_gone(old: str) -> None:
+    assert old not in OPTIONS
+
+
+@pytest.mark.parametrize("name", preflight.RECORDED)
+def test_the_recorded_facts_are_documented_in_the_specs_of_the_roles_that_read_them(name: str) -> None:
+    assert OPTIONS[name]["type"] == "dict"
+    assert "not an input" in OPTIONS[name]["description"]
 
 
 # ---------------------------------------------------------------------------------------- inventory_problems
@@ -398,7 +409,7 @@ def test_a_missing_runs_directory_is_created_later(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ runtime_problems
 
 MPI_NEEDS_IMAGE = Problem(
-    "launcher_type", "'mpirun' needs the training image (its MPI is installed there); on the hosts (training_runtime=host) use torchrun or mpiexec"
+    "launcher_type", "'mpirun' needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use torchrun or mpiexec"
 )
 
 
@@ -407,13 +418,12 @@ MPI_NEEDS_IMAGE = Problem(
     [
         ({}, []),
         ({"launcher_type": "mpirun"}, []),
-        ({"training_runtime": "host"}, []),
-        ({"training_runtime": "host", "launcher_type": "mpiexec"}, []),
-        ({"training_runtime": "host", "launcher_type": "mpirun"}, [MPI_NEEDS_IMAGE]),
+        ({"cluster_runtime": "host"}, []),
+        ({"cluster_runtime": "host", "launcher_type": "mpiexec"}, []),
         ({"cluster_runtime": "host", "launcher_type": "mpirun"}, [MPI_NEEDS_IMAGE]),
-        # The launcher role's own variable comes first, then the run's, then the cluster's.
-        ({"launcher_runtime": "container", "training_runtime": "host", "launcher_type": "mpirun"}, []),
-        ({"launcher_runtime": "host", "cluster_runtime": "container", "launcher_type": "mpirun"}, [MPI_NEEDS_IMAGE]),
+        ({"cluster_runtime": "container", "launcher_type": "mpirun"}, []),
+        # The old names are not read (the preflight names them); only cluster_runtime decides.
+        ({"training_runtime": "host", "launcher_type": "mpirun"}, []),
     ],
 )
 def test_only_torchrun_and_mpiexec_run_on_the_hosts(values: dict[str, str], problems: list[Problem]) -> None:

@@ -16,7 +16,7 @@ from ansible_collections.multinode.training.plugins.plugin_utils.provision_input
 )
 
 REPO = Path(__file__).resolve().parents[4]
-VALUES = {"ssh_mesh_port": 2222, "workers": ["node1", "node2"], "oneapi": {"version": "2024.1", "path": "/opt"}}
+VALUES = {"cluster_ssh_port": 2222, "workers": ["node1", "node2"], "oneapi": {"version": "2024.1", "path": "/opt"}}
 NS = 1_700_000_000_000_000_000
 
 
@@ -58,7 +58,7 @@ def test_stable_for_same_values(root: Path, tarball: Path) -> None:
 
 
 def test_key_order_irrelevant(root: Path, tarball: Path) -> None:
-    shuffled = {"oneapi": {"path": "/opt", "version": "2024.1"}, "workers": ["node1", "node2"], "ssh_mesh_port": 2222}
+    shuffled = {"oneapi": {"path": "/opt", "version": "2024.1"}, "workers": ["node1", "node2"], "cluster_ssh_port": 2222}
     assert list(shuffled) != list(VALUES)
     assert h(VALUES, tarball, root) == h(shuffled, tarball, root)
 
@@ -66,7 +66,7 @@ def test_key_order_irrelevant(root: Path, tarball: Path) -> None:
 @pytest.mark.parametrize(
     "changed",
     [
-        {**VALUES, "ssh_mesh_port": 2223},
+        {**VALUES, "cluster_ssh_port": 2223},
         {**VALUES, "workers": ["node2", "node1"]},  # list order is meaningful
         {**VALUES, "oneapi": {"version": "2024.2", "path": "/opt"}},
         {**VALUES, "extra": None},

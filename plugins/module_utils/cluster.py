@@ -1,0 +1,201 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The cluster contract: the one structure every role reads (the fact ``cluster``).
+
+The cluster role builds it once per run from its inputs (the ``cluster_*`` variables, as extra vars, the
+inventory or the role's defaults give them) with the filter multinode.training.cluster_contract. Every name,
+id and path the roles share is a field here, derived in one place; no role re-aliases or re-derives them.
+The per-node facts (address, interface, devices) are the separate fact ``cluster_node`` (see ``Node``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+RUNTIMES = ("container", "host")
+
+
+class ContractError(ValueError):
+    """An input the contract cannot be built from."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """What every node of one cluster shares. The inputs are the first eleven fields; the rest are derived."""
+
+    name: str
+    user: str
+    uid: int
+    gid: int
+    ssh_port: int
+    image: str
+    runtime: str
+    root: str
+    state_dir: str
+    launcher_host: str
+    hosts: tuple[str, ...]
+
+    def _under_root(self, name: str) -> str:
+        return f"{self.root.rstrip('/')}/{name}"
+
+    @property
+    def workdir(self) -> str:
+        """Code, data and job directories on every node."""
+        return self._under_root("work")
+
+    @property
+    def ssh_dir(self) -> str:
+        """The SSH mesh's files on every node."""
+        return self._under_root("ssh")
+
+    @property
+    def ssh_server_dir(self) -> str:
+        """The workers' sshd files: sshd_config, host key, authorized_keys."""
+        return f"{self.ssh_dir}/server"
+
+    @property
+    def home(self) -> str:
+        """The training user's home in the host runtime (the cluster's own, not a home the site uses)."""
+        return self._under_root("home")
+
+    @property
+    def ssh_client_dir(self) -> str:
+        """Where the launcher's SSH client finds its key and config: ~/.ssh on the hosts, a mount in a container."""
+        return f"{self.home}/.ssh" if self.runtime == "host" else f"{self.ssh_dir}/client"
+
+    @property
+    def env_script(self) -> str:
+        """The script a host-runtime shell sources (oneAPI and the Python environment); empty in containers."""
+        return self._under_root("env.sh") if self.runtime == "host" else ""
+
+    @property
+    def run_dir(self) -> str:
+        """Pid files of the host runtime's sshd."""
+        return self._under_root("run")
+
+    @property
+    def worker_pidfile(self) -> str:
+        return f"{self.run_dir}/sshd.pid"
+
+    @property
+    def worker_container(self) -> str:
+        return f"{self.name}-worker"
+
+    @property
+    def launcher_container(self) -> str:
+        return f"{self.name}-launcher"
+
+    @property
+    def owner(self) -> str:
+        """``uid:gid``, as Docker's ``user`` option takes it."""
+        return f"{self.uid}:{self.gid}"
+
+    def as_fact(self) -> dict[str, Any]:
+        """Every field and derived value, as the plain mapping a play reads (``cluster.workdir``)."""
+        fact = asdict(self)
+        fact["hosts"] = list(self.hosts)
+        for name in DERIVED:
+            fact[name] = getattr(self, name)
+        return fact
+
+
+INPUTS = tuple(field.name for field in fields(Cluster))
+DERIVED = tuple(
+    name for name, member in vars(Cluster).items() if isinstance(member, property)
+)
+
+
+def build(inputs: Mapping[str, Any]) -> Cluster:
+    """The contract from its inputs (every field of ``Cluster``); ids and the port as whole numbers."""
+    missing = [name for name in INPUTS if name not in inputs]
+    if missing:
+        raise ContractError(f"cluster contract: missing inputs {missing}")
+    runtime = str(inputs["runtime"])
+    if runtime not in RUNTIMES:
+        raise ContractError(f"cluster_runtime: {runtime!r} is not allowed; use 'container' or 'host'")
+    hosts = inputs["hosts"]
+    if isinstance(hosts, str) or not isinstance(hosts, Sequence):
+        raise ContractError(f"cluster contract: hosts must be a list of names, not {hosts!r}")
+    return Cluster(
+        name=str(inputs["name"]),
+        user=str(inputs["user"]),
+        uid=_whole(inputs, "uid"),
+        gid=_whole(inputs, "gid"),
+        ssh_port=_whole(inputs, "ssh_port"),
+        image=str(inputs["image"]),
+        runtime=runtime,
+        root=str(inputs["root"]).rstrip("/") or "/",
+        state_dir=str(inputs["state_dir"]),
+        launcher_host=str(inputs["launcher_host"]),
+        hosts=tuple(str(host) for host in hosts),
+    )
+
+
+def _whole(inputs: Mapping[str, Any], name: str) -> int:
+    value = inputs[name]
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return int(str(value))
+    except ValueError:
+        raise ContractError(f"cluster_{name}: {value!r} is not a whole number") from None
+
+
+@dataclass(frozen=True)
+class Node:
+    """What one node contributes (the fact ``cluster_node``): its place on the cluster network and its devices."""
+
+    address: str
+    iface: str
+    cpu: Mapping[str, Any]
+    dri_devices: tuple[str, ...]
+    device_gids: tuple[int, ...]
+
+    def as_fact(self) -> dict[str, Any]:
+        """The plain mapping a play reads (``cluster_node.iface``)."""
+        return {
+            "address": self.address,
+            "iface": self.iface,
+            "cpu": dict(self.cpu),
+            "dri_devices": list(self.dri_devices),
+            "device_gids": list(self.device_gids),
+        }
+
+
+def node(node_facts: Mapping[str, Any], connect_address: str, address: str = "", iface: str = "") -> dict[str, Any]:
+    """``cluster_node`` from what node_facts found on the node (``ansible_facts.multinode_node``).
+
+    The address is ``address`` if the inventory sets one; else the launcher's (whose route to itself is local)
+    is ``connect_address`` (ansible_host or the inventory name), every other node's the source address of its
+    route to the launcher, so a management address in ansible_host is never mistaken for the cluster network.
+    The interface is ``iface`` if set; else that of the route to the launcher, or on the launcher the one
+    carrying its address (empty if none does). DRI devices are passed into containers and, only where there
+    are some, the render/video group ids (the guides' ``--group-add``)."""
+    route = node_facts.get("route") or {}
+    local = bool(route.get("local")) or not route.get("source_address")
+    found_address = address or (connect_address if local else str(route["source_address"]))
+    found_iface = iface or (str(route.get("interface") or "") if not route.get("local") else _carrying(node_facts, found_address))
+    dri = node_facts.get("dri") or {}
+    devices = tuple(f"/dev/dri/{name}" for name in list(dri.get("cards") or []) + list(dri.get("render_nodes") or []))
+    gids = tuple(dict.fromkeys(gid for gid in (node_facts.get("gids") or {}).values() if _is_id(gid))) if devices else ()
+    return Node(found_address, found_iface, _plain(node_facts.get("cpu") or {}), devices, gids).as_fact()
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain dicts and lists (a template's lazy containers cannot be copied as they are)."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _carrying(node_facts: Mapping[str, Any], address: str) -> str:
+    """The first interface one of whose IPv4 addresses is ``address``, or empty."""
+    by_iface = node_facts.get("ipv4_addresses") or {}
+    return next((str(name) for name, addresses in by_iface.items() if address in (addresses or [])), "")
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
