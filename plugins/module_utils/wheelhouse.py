@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The pip command lines that resolve and download a node's wheels (oneapi role, pip install method).
+
+Pure Python (no Ansible imports). ``node`` is the probe the role runs with the node's own Python:
+``{"python": "3.11", "libc": "glibc", "libc_version": "2.36", "machine": "x86_64"}``. The wheels are
+chosen for that node, not for the machine running pip: ``--only-binary=:all:`` with
+``--python-version``, ``--implementation``, ``--abi`` and ``--platform`` (repeatable), as documented
+for ``pip download`` and ``pip install``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# The probe keys the command lines are built from (the probe's "libc" is checked by the role itself).
+NODE_KEYS = ("python", "machine", "libc_version")
+# manylinux_2_17 is the oldest glibc tag listed by version; manylinux2014 is its legacy alias.
+OLDEST_GLIBC_MINOR = 17
+
+_PYTHON_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+_GLIBC_VERSION = re.compile(r"^\d+\.(\d+)(\.\d+)*$")
+
+
+def platform_tags(libc_version: str, machine: str) -> list[str]:
+    """The platform tags whose wheels run on a node with glibc ``libc_version`` on ``machine``.
+
+    ``manylinux_2_<minor>_<machine>`` from the node's glibc minor down to 17, then
+    ``manylinux2014_<machine>`` and ``linux_<machine>``.
+    """
+    match = _GLIBC_VERSION.match(str(libc_version))
+    if not match:
+        raise ValueError(f"glibc version {libc_version!r} is not of the form 2.<minor>, for example 2.36")
+    if not machine:
+        raise ValueError("the node's machine is empty (expected for example x86_64)")
+    minor = int(match.group(1))
+    tags = [f"manylinux_2_{m}_{machine}" for m in range(minor, OLDEST_GLIBC_MINOR - 1, -1)]
+    return tags + [f"manylinux2014_{machine}", f"linux_{machine}"]
+
+
+def resolve_argv(python: str, node: Mapping[str, Any], wheelhouse: str, packages: Sequence[str]) -> list[str]:
+    """``python -m pip install --dry-run --report -`` resolving ``packages`` for ``node`` from ``wheelhouse`` only.
+
+    Offline (``--no-index --find-links``), installing nothing; ``--target`` (never written) is what older
+    pip needs to accept the platform options. The JSON report on stdout lists the wheels to ship.
+    """
+    python_version, machine, libc_version = _node(node)
+    wheelhouse = _wheelhouse(wheelhouse)
+    return [
+        _nonempty("python", python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--dry-run",
+        "--ignore-installed",
+        "--no-index",
+        "--find-links",
+        wheelhouse,
+        "--target",
+        wheelhouse + "/.never-written",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        "--abi",
+        _abi(python_version),
+        "--report",
+        "-",
+        *_platform_args(libc_version, machine),
+        *_packages(packages),
+    ]
+
+
+def download_argv(
+    node: Mapping[str, Any], wheelhouse: str, packages: Sequence[str], python: str = "python3"
+) -> list[str]:
+    """``python -m pip download`` of ``packages`` and their dependencies, as wheels for ``node``, into ``wheelhouse``.
+
+    Runs on any machine that reaches the package index (the wheels are chosen for the node, not for
+    that machine); pip creates ``wheelhouse`` when missing and keeps the wheels already there.
+    """
+    python_version, machine, libc_version = _node(node)
+    return [
+        _nonempty("python", python),
+        "-m",
+        "pip",
+        "download",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        "--abi",
+        _abi(python_version),
+        *_platform_args(libc_version, machine),
+        "-d",
+        _wheelhouse(wheelhouse),
+        *_packages(packages),
+    ]
+
+
+def _node(node: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The probe's (python, machine, libc_version), checked."""
+    if not isinstance(node, Mapping):
+        raise ValueError(
+            f"the node probe must be a mapping with the keys {', '.join(NODE_KEYS)}, got {type(node).__name__}"
+        )
+    missing = [key for key in NODE_KEYS if key not in node or node[key] in (None, "")]
+    if missing:
+        raise ValueError(
+            f"the node probe lacks {', '.join(missing)} (it needs {', '.join(NODE_KEYS)}); got {dict(node)!r}"
+        )
+    python_version = str(node["python"])
+    if not _PYTHON_VERSION.match(python_version):
+        raise ValueError(f"the node's python {python_version!r} is not of the form <major>.<minor>, for example 3.11")
+    return python_version, str(node["machine"]), str(node["libc_version"])
+
+
+def _abi(python_version: str) -> str:
+    return "cp" + python_version.replace(".", "")
+
+
+def _platform_args(libc_version: str, machine: str) -> list[str]:
+    return [f"--platform={tag}" for tag in platform_tags(libc_version, machine)]
+
+
+def _wheelhouse(wheelhouse: str) -> str:
+    return _nonempty("wheelhouse", wheelhouse)
+
+
+def _nonempty(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return str(value)
+
+
+def _packages(packages: Sequence[str]) -> list[str]:
+    if isinstance(packages, str) or not isinstance(packages, Sequence):
+        raise ValueError(f"packages must be a list of requirements, got {packages!r}")
+    if not packages or not all(isinstance(item, str) and item for item in packages):
+        raise ValueError(f"packages must be a non-empty list of requirement strings, got {list(packages)!r}")
+    return [str(item) for item in packages]
