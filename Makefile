@@ -35,17 +35,18 @@ sim: venv images ## create the simulated cluster and inventories/sim
 	$(PLAYBOOK) harness/sim_cluster.yml
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
-	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e training_runtime=$(RUNTIME)
+	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME)
 
-unit: venv
-	python -m pytest -q tests/unit
+unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
+	scripts/ansible_test.sh units
 
-lint: venv ## ansible-lint (production profile); README variable tables match the argument specs
+lint: venv ## ansible-lint (production profile); README variable tables match the argument specs; changelog fragments
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
+	antsibull-changelog lint
 
 sanity: venv ## ansible-test sanity on the collection as ansible-galaxy builds it
-	scripts/sanity.sh
+	scripts/ansible_test.sh sanity
 
 molecule: venv host images wheels
 	molecule test -s default
