@@ -62,6 +62,16 @@ def resolve_argv(python: str, node: Mapping[str, Any], wheelhouse: str, packages
         wheelhouse,
         "--target",
         wheelhouse + "/.never-written",
+        *_node_target_args(python_version, libc_version, machine),
+        "--report",
+        "-",
+        *_packages(packages),
+    ]
+
+
+def _node_target_args(python_version: str, libc_version: str, machine: str) -> list[str]:
+    """pip's options that pick wheels for the node's interpreter and platform instead of this machine's."""
+    return [
         "--only-binary=:all:",
         "--python-version",
         python_version,
@@ -69,10 +79,7 @@ def resolve_argv(python: str, node: Mapping[str, Any], wheelhouse: str, packages
         "cp",
         "--abi",
         _abi(python_version),
-        "--report",
-        "-",
         *_platform_args(libc_version, machine),
-        *_packages(packages),
     ]
 
 
@@ -90,14 +97,7 @@ def download_argv(
         "-m",
         "pip",
         "download",
-        "--only-binary=:all:",
-        "--python-version",
-        python_version,
-        "--implementation",
-        "cp",
-        "--abi",
-        _abi(python_version),
-        *_platform_args(libc_version, machine),
+        *_node_target_args(python_version, libc_version, machine),
         "-d",
         _wheelhouse(wheelhouse),
         *_packages(packages),

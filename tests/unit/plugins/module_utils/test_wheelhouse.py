@@ -21,12 +21,13 @@ BOOKWORM_PLATFORMS = [f"--platform=manylinux_2_{minor}_x86_64" for minor in rang
 ]
 
 # What the Jinja of roles/oneapi/tasks/pip.yml (oneapi_pip_resolve_argv) rendered for BOOKWORM,
-# oneapi_pip_controller_python=/usr/bin/python3, WHEELHOUSE and PACKAGES, before it moved here.
+# oneapi_pip_controller_python=/usr/bin/python3, WHEELHOUSE and PACKAGES, before it moved here (the same
+# options; --report now follows the platforms, which pip does not mind).
 JINJA_RESOLVE_ARGV = [
     "/usr/bin/python3", "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed", "--no-index",
     "--find-links", "/home/u/.cache/multinode-training/wheels/oneapi",
     "--target", "/home/u/.cache/multinode-training/wheels/oneapi/.never-written",
-    "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--report", "-",
+    "--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
     "--platform=manylinux_2_36_x86_64", "--platform=manylinux_2_35_x86_64", "--platform=manylinux_2_34_x86_64",
     "--platform=manylinux_2_33_x86_64", "--platform=manylinux_2_32_x86_64", "--platform=manylinux_2_31_x86_64",
     "--platform=manylinux_2_30_x86_64", "--platform=manylinux_2_29_x86_64", "--platform=manylinux_2_28_x86_64",
@@ -35,6 +36,7 @@ JINJA_RESOLVE_ARGV = [
     "--platform=manylinux_2_21_x86_64", "--platform=manylinux_2_20_x86_64", "--platform=manylinux_2_19_x86_64",
     "--platform=manylinux_2_18_x86_64", "--platform=manylinux_2_17_x86_64",
     "--platform=manylinux2014_x86_64", "--platform=linux_x86_64",
+    "--report", "-",
     "impi-rt==2021.18.1", "mkl==2026.2.0",
 ]  # fmt: skip
 
