@@ -5,7 +5,9 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PLAYBOOK := ansible-playbook
 LAUNCHER ?= torchrun
-RUNTIME ?= container
+# Slurm runs the ranks on the hosts (cluster_runtime=host) and needs Slurm on the nodes (cluster_scheduler=slurm).
+RUNTIME ?= $(if $(filter slurm,$(LAUNCHER)),host,container)
+SCHEDULER ?= $(if $(filter slurm,$(LAUNCHER)),slurm,none)
 
 .PHONY: demo test unit lint sanity molecule venv host images wheels sim train down clean
 
@@ -35,7 +37,8 @@ sim: venv images ## create the simulated cluster and inventories/sim
 	$(PLAYBOOK) harness/sim_cluster.yml
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
-	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME)
+	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \
+		-e cluster_scheduler=$(SCHEDULER)
 
 unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units

@@ -26,6 +26,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "worker_states": {"type": "dict", "default": {}},
     "phase_stats": {"type": "dict", "default": {}},
     "settings": {"type": "dict", "default": {}},
+    "scheduler": {"type": "dict", "default": {}},
 }
 
 

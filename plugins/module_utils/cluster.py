@@ -13,7 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from ansible_collections.multinode.training.plugins.module_utils.slurm import MUNGED_PIDFILE, SlurmPaths
+
 RUNTIMES = ("container", "host")
+# "slurm": the slurm role runs Slurm on the nodes, and launcher_type=slurm submits jobs to it.
+SCHEDULERS = ("none", "slurm")
 
 
 class ContractError(ValueError):
@@ -22,7 +26,7 @@ class ContractError(ValueError):
 
 @dataclass(frozen=True)
 class Cluster:
-    """What every node of one cluster shares. The inputs are the first eleven fields; the rest are derived."""
+    """What every node of one cluster shares. The inputs are the first twelve fields; the rest are derived."""
 
     name: str
     user: str
@@ -31,6 +35,7 @@ class Cluster:
     ssh_port: int
     image: str
     runtime: str
+    scheduler: str
     root: str
     state_dir: str
     launcher_host: str
@@ -87,6 +92,14 @@ class Cluster:
         return f"{self.name}-launcher"
 
     @property
+    def slurm_pidfiles(self) -> dict[str, str]:
+        """Pid file of each Slurm daemon (munged, slurmctld on the launcher, slurmd), when the scheduler is Slurm."""
+        if self.scheduler != "slurm":
+            return {}
+        paths = SlurmPaths()
+        return {"munged": MUNGED_PIDFILE, "slurmctld": paths.slurmctld_pidfile, "slurmd": paths.slurmd_pidfile}
+
+    @property
     def owner(self) -> str:
         """``uid:gid``, as Docker's ``user`` option takes it."""
         return f"{self.uid}:{self.gid}"
@@ -114,6 +127,9 @@ def build(inputs: Mapping[str, Any]) -> Cluster:
     runtime = str(inputs["runtime"])
     if runtime not in RUNTIMES:
         raise ContractError(f"cluster_runtime: {runtime!r} is not allowed; use 'container' or 'host'")
+    scheduler = str(inputs["scheduler"])
+    if scheduler not in SCHEDULERS:
+        raise ContractError(f"cluster_scheduler: {scheduler!r} is not allowed; use 'none' or 'slurm'")
     hosts = inputs["hosts"]
     if isinstance(hosts, str) or not isinstance(hosts, Sequence):
         raise ContractError(f"cluster contract: hosts must be a list of names, not {hosts!r}")
@@ -125,6 +141,7 @@ def build(inputs: Mapping[str, Any]) -> Cluster:
         ssh_port=_whole(inputs, "ssh_port"),
         image=str(inputs["image"]),
         runtime=runtime,
+        scheduler=scheduler,
         root=str(inputs["root"]).rstrip("/") or "/",
         state_dir=str(inputs["state_dir"]),
         launcher_host=str(inputs["launcher_host"]),
@@ -148,7 +165,9 @@ class Node:
 
     address: str
     iface: str
+    hostname: str
     cpu: Mapping[str, Any]
+    memory_mib: int
     dri_devices: tuple[str, ...]
     device_gids: tuple[int, ...]
 
@@ -157,7 +176,9 @@ class Node:
         return {
             "address": self.address,
             "iface": self.iface,
+            "hostname": self.hostname,
             "cpu": dict(self.cpu),
+            "memory_mib": self.memory_mib,
             "dri_devices": list(self.dri_devices),
             "device_gids": list(self.device_gids),
         }
@@ -179,7 +200,15 @@ def node(node_facts: Mapping[str, Any], connect_address: str, address: str = "",
     dri = node_facts.get("dri") or {}
     devices = tuple(f"/dev/dri/{name}" for name in list(dri.get("cards") or []) + list(dri.get("render_nodes") or []))
     gids = tuple(dict.fromkeys(gid for gid in (node_facts.get("gids") or {}).values() if _is_id(gid))) if devices else ()
-    return Node(found_address, found_iface, _plain(node_facts.get("cpu") or {}), devices, gids).as_fact()
+    return Node(
+        found_address,
+        found_iface,
+        str(node_facts.get("hostname") or ""),
+        _plain(node_facts.get("cpu") or {}),
+        int(node_facts.get("memory_mib") or 0),
+        devices,
+        gids,
+    ).as_fact()
 
 
 def _plain(value: Any) -> Any:

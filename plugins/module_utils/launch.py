@@ -496,6 +496,10 @@ def _deepspeed(spec: LaunchSpec) -> list[list[str]]:
     return [["deepspeed"] + flags + (_shell_words(spec, program) if pdsh else program)]
 
 
+# ---------------------------------------------------------------- slurm
+# The job goes to Slurm (sbatch, launch_script.py): each node's Slurm task runs the same torchrun agent as
+# launcher "torchrun" would start there over SSH, c10d rendezvous on the launcher node.
+
 _BUILDERS: dict[str, Callable[[LaunchSpec], list[list[str]]]] = {
     "torchrun": _torchrun,
     "mpiexec": _mpiexec,
@@ -503,5 +507,6 @@ _BUILDERS: dict[str, Callable[[LaunchSpec], list[list[str]]]] = {
     "ipexrun": _ipexrun,
     "horovodrun": _horovodrun,
     "deepspeed": _deepspeed,
+    "slurm": _torchrun,
 }
 LAUNCHERS = tuple(_BUILDERS)

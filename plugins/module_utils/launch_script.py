@@ -71,6 +71,8 @@ def render_launch_script(
     ssh = _ssh_words(spec)
     if spec.launcher == "torchrun":
         body = _per_node_body(spec, argvs, job_dir, work_dir, names, env_script)
+    elif spec.launcher == "slurm":
+        body = _slurm_body(argvs, job_dir, work_dir, names, spec.job_id)
     else:
         body = _single_launcher_body(spec, argvs[0])
     lines = _preamble(spec, job_dir, work_dir, env_script) + [""] + _ssh_check(spec, names, ssh)
@@ -231,6 +233,67 @@ def _single_launcher_body(spec: LaunchSpec, argv: list[str]) -> list[str]:
         _event(events.LAUNCHER_EXIT, _CODE_FIELD),
         'exit "$code"',
     ]
+
+
+# Where the launch script leaves the Slurm job's id for the launcher role (which reads its accounting).
+SLURM_JOB_ID_FILE = "slurm.jobid"
+
+
+def _slurm_body(argvs: list[list[str]], job_dir: str, work_dir: str, names: list[str], job_id: str) -> list[str]:
+    """Submit the job to Slurm with sbatch and wait for it; a signal (timeout, stop) cancels it with scancel.
+
+    One task per node (``srun`` in the batch script) runs that node's torchrun agent, picked by the node's Slurm
+    name; every task's output goes to the batch script's, ``$logs/slurm-<id>.log`` on the batch host (the launcher
+    node, first in slurm.conf). ``sbatch --wait`` exits with the job's exit code.
+    """
+    batch = posixpath.join(job_dir, "slurm.sbatch")
+    arms = [f"  {name}) exec {shlex.join(argv)} ;;" for name, argv in zip(names, argvs)]
+    # Run by every task on its own node: sbatch sends the batch script to the batch host, srun the words to the nodes.
+    node_script = "\n".join(
+        [
+            f"cd {shlex.quote(work_dir)} || exit",
+            'case "$SLURMD_NODENAME" in',
+            *arms,
+            '  *) echo "node $SLURMD_NODENAME is not a node of this job" >&2; exit 2 ;;',
+            "esac",
+        ]
+    )
+    batch_lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job_id}",
+        f"#SBATCH --nodes={len(names)}",
+        f"#SBATCH --nodelist={','.join(names)}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --output={posixpath.join(job_dir, 'logs', 'slurm-%j.log')}",
+        f"#SBATCH --chdir={work_dir}",
+        f"exec srun --kill-on-bad-exit=1 bash -c {shlex.quote(node_script)}",
+    ]
+    jobid_file = shlex.quote(posixpath.join(job_dir, SLURM_JOB_ID_FILE))
+    return [
+        "# Slurm runs the job: one task per node, each its node's torchrun agent.",
+        *_heredoc(batch, batch_lines),
+        f'sbatch --parsable --wait {shlex.quote(batch)} >"$logs/sbatch.log" 2>&1 </dev/null &',
+        "sbatch_pid=$!",
+        "# sbatch prints the job id when Slurm accepted the job, then waits for it to end.",
+        "jobid=",
+        'while [ -z "$jobid" ] && kill -0 "$sbatch_pid" 2>/dev/null; do',
+        '  jobid=$(grep -Eom1 "^[0-9]+" "$logs/sbatch.log"); [ -n "$jobid" ] || sleep 0.1',
+        "done",
+        '[ -n "$jobid" ] || jobid=$(grep -Eom1 "^[0-9]+" "$logs/sbatch.log")',
+        f'echo "$jobid" >{jobid_file}',
+        "trap '[ -z \"$jobid\" ] || scancel \"$jobid\"' TERM INT HUP",
+        'wait "$sbatch_pid"',
+        "code=$?",
+        'while [ "$code" -gt 128 ] && kill -0 "$sbatch_pid" 2>/dev/null; do wait "$sbatch_pid"; code=$?; done',
+        _event(events.LAUNCHER_EXIT, _CODE_FIELD),
+        'exit "$code"',
+    ]
+
+
+def _heredoc(path: str, lines: list[str]) -> list[str]:
+    """Shell lines that write ``lines`` to ``path`` as they are (a quoted here-document: nothing expands)."""
+    marker = "MULTINODE_EOF"
+    return [f"cat >{shlex.quote(path)} <<'{marker}'", *lines, marker]
 
 
 def _node_names(spec: LaunchSpec) -> list[str]:

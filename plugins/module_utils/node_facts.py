@@ -123,6 +123,15 @@ def cpu_topology(cpuinfo_text: str, node_cpulists: Mapping[str, str] | None = No
     }
 
 
+def memory_mib(meminfo_text: str) -> int:
+    """MemTotal of /proc/meminfo in MiB, rounded down (what slurmd reports as the node's RealMemory)."""
+    for line in meminfo_text.splitlines():
+        name, _, value = line.partition(":")
+        if name == "MemTotal":
+            return int(value.split()[0]) // 1024
+    raise ValueError("no MemTotal line in /proc/meminfo")
+
+
 def intel_gpu_family(device_id: str, pci_address: str, pci_class: str) -> str:
     """``flex``, ``max``, ``arc``, ``integrated`` or ``unknown`` for an Intel display/accelerator device."""
     for family, device_ids in _INTEL_GPU_FAMILIES.items():

@@ -127,6 +127,9 @@ def differences(record: Mapping[str, Any] | None, inputs: str, parts: Mapping[st
     for name in sorted(set(stored) | set(parts)):
         if stored.get(name) != parts.get(name):
             found.append(f"{name}: {_short(stored.get(name))} -> {_short(parts.get(name))}")
+        elif name.startswith("process ") and parts.get(name) == "stopped":
+            # A watched daemon that is not running is drift even if the record saw it so (it died right after start).
+            found.append(f"{name}: not running")
     return found
 
 

@@ -72,9 +72,12 @@ JOB_VARIABLES: tuple[tuple[str, str], ...] = (
     ("DATA_DIR", "the staged (or shared) data set, empty when the job has none"),
 )
 
+_TORCHRUN_SETS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 # The launcher variables each launcher sets itself (the rest of CONTRACT comes from the wrapper).
 LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
-    "torchrun": ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"),
+    "torchrun": _TORCHRUN_SETS,
+    # Slurm runs one torchrun agent per node.
+    "slurm": _TORCHRUN_SETS,
     "mpiexec": ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
     "mpirun": (
         "OMPI_COMM_WORLD_RANK",

@@ -402,8 +402,24 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         job_name=params["job_name"] or None,
         resumed_from=params["resumed_from"] or None,
         outputs=collected_outputs(run_dir, params["node_names"]),
+        scheduler=params.get("scheduler") or None,
     )
+    _judge_scheduler(summary)
     return summary
+
+
+def _judge_scheduler(summary: dict[str, Any]) -> None:
+    """A scheduler that did not see the job complete fails the run, whatever the ranks reported."""
+    scheduler = summary["scheduler"]
+    state = (scheduler or {}).get("state") or "COMPLETED"
+    if state == "COMPLETED":
+        return
+    summary["failure_reasons"].append(
+        f"{scheduler.get('scheduler', 'the scheduler')} job {scheduler.get('job_id', '?')} ended {state}"
+        f" (exit code {scheduler.get('exit_code') or '?'})"
+    )
+    if summary["status"] == "succeeded":
+        summary["status"] = "failed"
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ short_description: Gather CPU topology, Intel GPUs, DRI devices and the route to
 version_added: 0.1.0
 description:
   - Reads C(/proc/cpuinfo) and C(/sys/devices/system/node/node*/cpulist) for the CPU and NUMA topology,
+    C(/proc/meminfo) for the memory size,
     C(/sys/bus/pci/devices/*/{vendor,device,class}) for Intel GPUs, lists C(/dev/dri) and reads
     C(/etc/group) for the GIDs of the C(render) and C(video) groups.
   - With O(peer), runs C(ip -o route get) to find the interface and source address this node uses to reach the peer.
@@ -168,6 +169,16 @@ ansible_facts:
               type: int
               returned: always
               sample: 32
+        memory_mib:
+          description: MemTotal of C(/proc/meminfo) in MiB, rounded down (Slurm's RealMemory of the node).
+          type: int
+          returned: always
+          sample: 515703
+        hostname:
+          description: The node's host name as the kernel reports it (C(hostname)), which Slurm's daemons go by.
+          type: str
+          returned: always
+          sample: node1
         gpus:
           description: Intel GPUs, sorted by PCI address. Empty without one.
           type: list
@@ -270,6 +281,7 @@ ansible_facts:
 
 import glob
 import os
+import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
@@ -277,6 +289,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.module_utils.node_facts import (
     cpu_topology,
+    memory_mib,
     dri_nodes,
     group_gids,
     intel_gpus,
@@ -356,6 +369,8 @@ def main() -> None:
     try:
         facts = dict(
             cpu=cpu_topology(read_text(os.path.join(root, "proc/cpuinfo")), node_cpulists(root)),
+            memory_mib=memory_mib(read_text(os.path.join(root, "proc/meminfo"))),
+            hostname=socket.gethostname(),
             gpus=intel_gpus(pci_devices(root)),
             dri=dri_nodes(dri_listing(root)),
             gids=group_gids(group_text(root)),

@@ -93,6 +93,14 @@ options:
     description: Launch settings to record in the summary (threads, environment, interfaces, ...).
     type: dict
     default: {}
+  scheduler:
+    description:
+      - How the scheduler the job was submitted to saw it (launcher C(slurm)), recorded as RV(summary.scheduler).
+      - Keys C(scheduler), C(job_id), C(state), C(exit_code), C(node_list), C(elapsed). A C(state) other than
+        C(COMPLETED) fails the run, naming the job.
+      - Empty when no scheduler ran the job.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -127,6 +135,9 @@ summary:
       description: Why the run failed, root cause first, each naming the rank and node.
       type: list
       elements: str
+    scheduler:
+      description: O(scheduler) as given (with the scheduler's job id), or null when no scheduler ran the job.
+      type: dict
     test_accuracy:
       description: C(test_accuracy) of rank 0's C(result) event, or null.
       type: float

@@ -16,6 +16,7 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.multinode.training.plugins.module_utils import slurm
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME, NODE_NAME
 
 # The roles a training run uses (provision.yml + launch.yml): their inputs are all checked up front, so a
@@ -29,6 +30,7 @@ RUN_ROLES = (
     "ssh_mesh",
     "workload",
     "workers",
+    "slurm",
     "launcher",
 )
 
@@ -281,7 +283,7 @@ def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Pr
 
 
 # The launchers that run on the hosts themselves (cluster_runtime=host); the others need the training image.
-HOST_RUNTIME_LAUNCHERS = ("torchrun", "mpiexec")
+HOST_RUNTIME_LAUNCHERS = ("torchrun", "mpiexec", "slurm")
 
 
 def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
@@ -293,6 +295,31 @@ def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
         return []
     allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
     return [Problem("launcher_type", f"{launcher!r} needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use {allowed}")]
+
+
+def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[Problem]:
+    """Slurm where the job needs it: launcher_type=slurm needs the nodes to run Slurm (cluster_scheduler=slurm),
+    which runs the ranks on the hosts (cluster_runtime=host) and names its nodes after the inventory's hosts.
+    ``values`` are the launcher host's own."""
+    scheduler = values.get("cluster_scheduler") or "none"
+    problems = []
+    if (values.get("launcher_type") or "torchrun") == "slurm" and scheduler != "slurm":
+        problems.append(Problem("launcher_type", "'slurm' submits the job to Slurm on the nodes: set cluster_scheduler=slurm too"))
+    if scheduler != "slurm":
+        return problems
+    if (values.get("cluster_runtime") or "container") != "host":
+        problems.append(Problem("cluster_scheduler", "'slurm' runs the ranks on the nodes under slurmd: set cluster_runtime=host"))
+    named = [host for host in hosts if not slurm.NODE_NAME.fullmatch(host)]
+    if named:
+        problems.append(
+            Problem(
+                "inventory_hostname",
+                "Slurm names its nodes after the inventory's hosts: a letter, then letters, digits, - or _"
+                " (give an address as ansible_host)",
+                tuple(named),
+            )
+        )
+    return problems
 
 
 def controller_problems(workload_src: str, script: str, data_src: str, runs_dir: str) -> list[Problem]:

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 COLLECTION_ROOT = Path(__file__).resolve().parents[2]
 # The roles of provision.yml's provisioning play whose variables are inputs (workload is left out: launch.yml
 # syncs the code on every run anyway).
-PROVISIONING_ROLES = ("oneapi", "host_runtime", "container_runtime", "gpu_drivers", "ssh_mesh", "workers")
+PROVISIONING_ROLES = ("oneapi", "host_runtime", "container_runtime", "gpu_drivers", "ssh_mesh", "workers", "slurm")
 CODE_DIRS = ("roles", "plugins")
 
 

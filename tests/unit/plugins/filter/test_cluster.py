@@ -25,6 +25,7 @@ CONTRACT_INPUTS = {
     "ssh_port": "2222",
     "image": "registry.example/train:1",
     "runtime": "host",
+    "scheduler": "slurm",
     "root": "/srv/mnt/",
     "state_dir": "/var/lib/mnt",
     "launcher_host": "node1",
@@ -103,11 +104,15 @@ def test_cluster_node_filter_builds_the_node_fact():
         "dri": {"cards": ["card0"], "render_nodes": ["renderD128"]},
         "gids": {"render": 109, "video": 44},
         "cpu": {"sockets": 1},
+        "memory_mib": 2048,
+        "hostname": "n2",
     }
     assert FILTERS["cluster_node"](node_facts, "192.168.1.2") == {
         "address": "10.0.0.2",
         "iface": "eth1",
+        "hostname": "n2",
         "cpu": {"sockets": 1},
+        "memory_mib": 2048,
         "dri_devices": ["/dev/dri/card0", "/dev/dri/renderD128"],
         "device_gids": [109, 44],
     }

@@ -25,6 +25,7 @@ INPUT_VALUES: dict[str, Any] = {
     "ssh_port": 2222,
     "image": "registry.example/train:1",
     "runtime": "container",
+    "scheduler": "none",
     "root": "/srv/mnt",
     "state_dir": "/var/lib/mnt",
     "launcher_host": "node1",
@@ -49,6 +50,8 @@ def facts(**changes: Any) -> dict[str, Any]:
         "dri": {"cards": [], "render_nodes": []},
         "gids": {"render": 109, "video": 44},
         "cpu": CPU,
+        "memory_mib": 64000,
+        "hostname": "n2",
     }
     found.update(changes)
     return found
@@ -64,11 +67,13 @@ def launcher_route(address: str = "10.0.0.1") -> dict[str, Any]:
 
 def test_inputs_are_the_dataclass_fields_and_derived_are_its_properties() -> None:
     assert INPUTS == (
-        "name", "user", "uid", "gid", "ssh_port", "image", "runtime", "root", "state_dir", "launcher_host", "hosts",
+        "name", "user", "uid", "gid", "ssh_port", "image", "runtime", "scheduler", "root", "state_dir", "launcher_host",
+        "hosts",
     )
     assert set(DERIVED) == {
         "workdir", "ssh_dir", "ssh_server_dir", "home", "ssh_client_dir", "env_script",
         "run_dir", "worker_pidfile", "worker_container", "launcher_container", "owner",
+        "slurm_pidfiles",
     }
     assert not set(INPUTS) & set(DERIVED)
 
@@ -82,6 +87,7 @@ def test_build_keeps_the_inputs() -> None:
         ssh_port=2222,
         image="registry.example/train:1",
         runtime="container",
+        scheduler="none",
         root="/srv/mnt",
         state_dir="/var/lib/mnt",
         launcher_host="node1",
@@ -166,6 +172,21 @@ def test_an_unknown_runtime_is_refused(runtime: Any) -> None:
         build(inputs(runtime=runtime))
 
 
+@pytest.mark.parametrize("scheduler", ["pbs", "", "Slurm", None])
+def test_an_unknown_scheduler_is_refused(scheduler: Any) -> None:
+    with pytest.raises(ContractError, match="^cluster_scheduler: .* is not allowed"):
+        build(inputs(scheduler=scheduler))
+
+
+def test_slurm_pidfiles_only_with_the_slurm_scheduler() -> None:
+    assert build(inputs()).slurm_pidfiles == {}
+    assert build(inputs(scheduler="slurm")).slurm_pidfiles == {
+        "munged": "/run/munge/munged.pid",
+        "slurmctld": "/run/slurm/slurmctld.pid",
+        "slurmd": "/run/slurm/slurmd.pid",
+    }
+
+
 @pytest.mark.parametrize("name", INPUTS)
 def test_a_missing_input_is_refused(name: str) -> None:
     given = {key: value for key, value in INPUT_VALUES.items() if key != name}
@@ -204,7 +225,14 @@ def test_a_trailing_slash_on_root_is_stripped(root: str) -> None:
 
 
 def test_node_fact_keys() -> None:
-    assert set(node(facts(), "node2")) == {"address", "iface", "cpu", "dri_devices", "device_gids"}
+    assert set(node(facts(), "node2")) == {
+        "address", "iface", "hostname", "cpu", "memory_mib", "dri_devices", "device_gids",
+    }
+
+
+def test_node_keeps_the_host_name_and_memory() -> None:
+    found = node(facts(), "node2")
+    assert (found["hostname"], found["memory_mib"]) == ("n2", 64000)
 
 
 def test_launcher_uses_the_connect_address_and_the_interface_carrying_it() -> None:
@@ -274,7 +302,9 @@ def test_no_source_address_falls_back_to_the_connect_address(source_address: str
 def test_no_route_at_all_falls_back_to_the_connect_address() -> None:
     for route in (None, {}):
         assert node(facts(route=route), "10.0.0.7")["address"] == "10.0.0.7"
-    assert node({}, "node9") == {"address": "node9", "iface": "", "cpu": {}, "dri_devices": [], "device_gids": []}
+    assert node({}, "node9") == {
+        "address": "node9", "iface": "", "hostname": "", "cpu": {}, "memory_mib": 0, "dri_devices": [], "device_gids": [],
+    }
 
 
 def test_dri_devices_are_paths_cards_then_render_nodes() -> None:

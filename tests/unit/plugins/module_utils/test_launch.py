@@ -274,7 +274,7 @@ def test_extra_env_overrides_the_computed_values():
 
 
 def test_launchers_and_hostfile_dialects():
-    assert LAUNCHERS == ("torchrun", "mpiexec", "mpirun", "ipexrun", "horovodrun", "deepspeed")
+    assert LAUNCHERS == ("torchrun", "mpiexec", "mpirun", "ipexrun", "horovodrun", "deepspeed", "slurm")
     assert HOSTFILE_DIALECT == {
         "mpiexec": "intelmpi",
         "mpirun": "openmpi",
@@ -282,7 +282,9 @@ def test_launchers_and_hostfile_dialects():
         "deepspeed": "deepspeed",
     }
     # torchrun and horovodrun read no hostfile: the one written for reference is Intel MPI's.
-    assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == ["intelmpi", "intelmpi", "openmpi", "ipexrun", "intelmpi", "deepspeed"]
+    assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == [
+        "intelmpi", "intelmpi", "openmpi", "ipexrun", "intelmpi", "deepspeed", "intelmpi",
+    ]
 
 
 # ---------------------------------------------------------------- errors

@@ -324,3 +324,77 @@ def test_env_script_is_sourced_locally_and_by_every_remote_shell(
     events = parse_events((logs / "launcher.log").read_text())
     exit_codes = [event["code"] for event in events if event["event"] in ("node_exit", "launcher_exit")]
     assert exit_codes[0] == expected_code
+
+
+# ---------------------------------------------------------------- slurm (fake sbatch, srun and scancel)
+
+# sbatch --parsable --wait BATCH: prints job id 42, runs the batch script with its #SBATCH --output, exits with its
+# code; a scancel (the file $JOB/scancelled) ends it as Slurm ends a cancelled job.
+FAKE_SBATCH = r"""#!/bin/bash
+batch="${@: -1}"
+echo 42
+out=$(sed -n 's/^#SBATCH --output=//p' "$batch" | sed 's/%j/42/')
+bash "$batch" >"$out" 2>&1 &
+child=$!
+while kill -0 "$child" 2>/dev/null; do
+  if [ -e "$JOB/scancelled" ]; then pkill -TERM -P "$child"; kill "$child"; exit 143; fi
+  sleep 0.1
+done
+wait "$child"
+"""
+# srun ... bash -c NODE_SCRIPT: the node script once per node of $NODES as Slurm names it; the first failure's code.
+FAKE_SRUN = r"""#!/bin/bash
+script="${@: -1}"
+pids=()
+for node in $NODES; do SLURMD_NODENAME=$node bash -c "$script" & pids+=($!); done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || { code=$?; [ "$status" -ne 0 ] || status=$code; }; done
+exit "$status"
+"""
+FAKE_SCANCEL = '#!/bin/bash\necho "$@" >"$JOB/scancelled"\n'
+
+
+def slurm_job(tmp_path: Path, nodes: str = "node1 node3", **env: str) -> subprocess.Popen:
+    """The slurm launch script of node1 and node3 started with the fake Slurm commands; ``env`` for the fakes."""
+    run_script(tmp_path, "exit 0\n", "torchrun")  # lays out ssh and the fake torchrun
+    for name, text in (("sbatch", FAKE_SBATCH), ("srun", FAKE_SRUN), ("scancel", FAKE_SCANCEL)):
+        (tmp_path / "bin" / name).write_text(text)
+        (tmp_path / "bin" / name).chmod(0o755)
+    (tmp_path / "launch.sh").write_text(render_in(tmp_path, {"launcher": "slurm", "hosts": [HOSTS[0], HOSTS[2]]}))
+    environment = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "JOB": str(tmp_path / "job"), "NODES": nodes, **env}
+    return subprocess.Popen(["bash", str(tmp_path / "launch.sh")], cwd=tmp_path / "job" / "work", env=environment)
+
+
+def test_slurm_batch_script_asks_one_task_per_node_of_the_job():
+    script = render(launcher="slurm")
+    for line in ("#SBATCH --nodes=3", "#SBATCH --nodelist=node1,node2,node3", "#SBATCH --ntasks-per-node=1",
+                 "#SBATCH --output=/work/jobs/job-1/logs/slurm-%j.log", "#SBATCH --job-name=job-1"):
+        assert f"\n{line}\n" in script
+    assert "\nexec srun --kill-on-bad-exit=1 bash -c 'cd /work/jobs/job-1/work || exit\n" in script
+
+
+def test_slurm_job_runs_each_nodes_torchrun_agent_and_records_the_job_id(tmp_path):
+    assert slurm_job(tmp_path).wait(timeout=20) == 0
+    output = (logs_of(tmp_path) / "slurm-42.log").read_text()
+    # Each node's own agent: torchrun's --local-addr is that node's address.
+    assert "<--local-addr>\n<10.0.0.1>" in output and "<--local-addr>\n<10.0.0.3>" in output
+    assert (tmp_path / "job" / "slurm.jobid").read_text() == "42\n"
+    events = parse_events((logs_of(tmp_path) / "launcher.log").read_text())
+    assert [(e["event"], e.get("code")) for e in events if e["event"] != "ssh_check"] == [
+        ("launch", None),
+        ("launcher_exit", 0),
+    ]
+
+
+def test_slurm_job_on_a_node_outside_the_job_fails(tmp_path):
+    assert slurm_job(tmp_path, nodes="node1 node2").wait(timeout=20) == 2
+    assert "node node2 is not a node of this job" in (logs_of(tmp_path) / "slurm-42.log").read_text()
+
+
+def test_a_signal_to_the_slurm_script_cancels_the_job(tmp_path):
+    process = slurm_job(tmp_path, HANG="1")
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 143
+    assert (tmp_path / "job" / "scancelled").read_text() == "42\n"
+    assert kinds_of(logs_of(tmp_path))[-1] == "launcher_exit"

@@ -12,6 +12,7 @@ from ansible_collections.multinode.training.plugins.module_utils.node_facts impo
     group_gids,
     intel_gpu_family,
     intel_gpus,
+    memory_mib,
     parse_cpuinfo,
     parse_cpulist,
     parse_ipv4_addresses,
@@ -300,3 +301,13 @@ def test_parse_ipv4_addresses():
     assert parse_ipv4_addresses(output) == {"lo": ["127.0.0.1"], "eth0": ["10.0.0.1", "10.0.1.1"], "ib0": ["192.168.7.1"]}
     assert parse_ipv4_addresses("") == {}
 
+
+
+def test_memory_mib_is_memtotal_rounded_down():
+    meminfo = "MemTotal:       24683532 kB\nMemFree:         1000 kB\n"
+    assert memory_mib(meminfo) == 24683532 // 1024
+
+
+def test_memory_mib_without_memtotal_is_an_error():
+    with pytest.raises(ValueError, match="no MemTotal"):
+        memory_mib("MemFree: 1000 kB\n")

@@ -316,6 +316,17 @@ def test_differences_changed_part_is_named() -> None:
     assert "running sha256:abc" in found[0] and "stopped sha256:abc" in found[0]
 
 
+def test_a_watched_process_that_is_not_running_is_drift_even_as_recorded() -> None:
+    stopped = {**PARTS, "process /run/x.pid": "stopped"}
+    found = node_state.differences(node_state.new_record("h", stopped), "h", stopped)
+    assert found == ["process /run/x.pid: not running"]
+
+
+def test_a_stopped_container_as_recorded_is_not_drift() -> None:
+    stopped = {**PARTS, "container sshd": "stopped sha256:abc"}
+    assert node_state.differences(node_state.new_record("h", stopped), "h", stopped) == []
+
+
 def test_differences_long_values_are_shortened() -> None:
     now = {**PARTS, "files /etc/ssh": "b" * 64}
     (found,) = node_state.differences(node_state.new_record("h", PARTS), "h", now)

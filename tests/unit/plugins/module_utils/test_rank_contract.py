@@ -55,6 +55,8 @@ LAUNCHER_ENVS: dict[str, dict[str, str]] = {
         "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
     },
 }
+# Under Slurm, each node's Slurm task is a torchrun agent: its ranks get torchrun's variables.
+LAUNCHER_ENVS["slurm"] = LAUNCHER_ENVS["torchrun"]
 TORCHRUN = LAUNCHER_ENVS["torchrun"]
 MINIMAL = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}  # what every launcher gives, one way or another
 RANK = 5

@@ -204,3 +204,31 @@ def test_run_summary_result_is_what_write_json_can_write(tmp_path: Path) -> None
     write_json(run_dir / "summary.json", summary)
 
     assert json.loads((run_dir / "summary.json").read_text()) == summary
+
+
+def slurm(state: str, exit_code: str) -> dict[str, str]:
+    return {"scheduler": "slurm", "job_id": "42", "state": state, "exit_code": exit_code, "node_list": "node[1-3]"}
+
+
+def test_run_summary_records_the_scheduler_job(tmp_path: Path) -> None:
+    summary = run_summary(params(collected_run(tmp_path / "run"), scheduler=slurm("COMPLETED", "0:0")))
+    assert summary["status"] == "succeeded"
+    assert summary["scheduler"] == slurm("COMPLETED", "0:0")
+
+
+def test_run_summary_without_a_scheduler_records_none(tmp_path: Path) -> None:
+    assert run_summary(params(collected_run(tmp_path / "run")))["scheduler"] is None
+
+
+def test_a_scheduler_job_that_did_not_complete_fails_the_run_naming_it(tmp_path: Path) -> None:
+    summary = run_summary(params(collected_run(tmp_path / "run"), scheduler=slurm("NODE_FAIL", "0:0")))
+    assert summary["status"] == "failed"
+    assert summary["failure_reasons"] == ["slurm job 42 ended NODE_FAIL (exit code 0:0)"]
+
+
+def test_a_failed_rank_stays_the_first_reason_under_a_scheduler(tmp_path: Path) -> None:
+    run_dir = collected_run(tmp_path / "run", failing_rank=1)
+    summary = run_summary(params(run_dir, launcher_exit_code=1, scheduler=slurm("FAILED", "1:0")))
+    assert summary["status"] == "failed"
+    assert "rank 1" in summary["failure_reasons"][0]
+    assert summary["failure_reasons"][-1] == "slurm job 42 ended FAILED (exit code 1:0)"

@@ -93,7 +93,7 @@ BAD_VALUES = [
     case("launcher_timeout", 2.5, "of type float and we were unable to convert to int"),
     case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
     # choices from the argument specs, or a rule for a playbook-level variable
-    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, got: srun"),
+    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, slurm, got: srun"),
     case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, got: nccl"),
     case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
@@ -409,7 +409,7 @@ def test_a_missing_runs_directory_is_created_later(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ runtime_problems
 
 MPI_NEEDS_IMAGE = Problem(
-    "launcher_type", "'mpirun' needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use torchrun or mpiexec"
+    "launcher_type", "'mpirun' needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use torchrun or mpiexec or slurm"
 )
 
 
@@ -433,7 +433,7 @@ def test_only_torchrun_and_mpiexec_run_on_the_hosts(values: dict[str, str], prob
 # ------------------------------------------------------------------------------------------------ merge_hosts
 
 HOSTS = ["node0", "node1", "node2"]
-BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, got: srun")
+BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, slurm, got: srun")
 BAD_PORT = Problem("cluster_ssh_port", f"0 is not allowed; {PORT_RANGE}")
 
 
@@ -474,3 +474,44 @@ def test_a_single_host_run_names_its_host() -> None:
 )
 def test_problem_str(hosts: tuple[str, ...], text: str) -> None:
     assert str(Problem("cluster_name", "bad", hosts)) == text
+
+
+# scheduler_problems: Slurm where the job needs it, on the hosts, with node names Slurm takes.
+
+SLURM_HOSTS = ["node1", "node2"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"cluster_runtime": "host"},
+        {"cluster_scheduler": "slurm", "cluster_runtime": "host"},
+        {"cluster_scheduler": "slurm", "cluster_runtime": "host", "launcher_type": "slurm"},
+        # Slurm on the nodes does not force the job onto it: torchrun over SSH still runs.
+        {"cluster_scheduler": "slurm", "cluster_runtime": "host", "launcher_type": "torchrun"},
+    ],
+)
+def test_slurm_settings_that_fit_together(values: dict[str, str]) -> None:
+    assert preflight.scheduler_problems(values, SLURM_HOSTS) == []
+
+
+def test_the_slurm_launcher_needs_slurm_on_the_nodes() -> None:
+    problems = preflight.scheduler_problems({"cluster_runtime": "host", "launcher_type": "slurm"}, SLURM_HOSTS)
+    assert_single(problems, "launcher_type", "set cluster_scheduler=slurm")
+
+
+def test_slurm_runs_the_ranks_on_the_hosts() -> None:
+    problems = preflight.scheduler_problems({"cluster_scheduler": "slurm"}, SLURM_HOSTS)
+    assert_single(problems, "cluster_scheduler", "set cluster_runtime=host")
+
+
+def test_slurm_node_names_are_plain_host_names() -> None:
+    values = {"cluster_scheduler": "slurm", "cluster_runtime": "host"}
+    problems = preflight.scheduler_problems(values, ["node1", "10.0.0.2", "gpu.example.org"])
+    assert_single(problems, "inventory_hostname", "give an address as ansible_host", hosts=("10.0.0.2", "gpu.example.org"))
+
+
+def test_every_slurm_problem_is_reported_together() -> None:
+    problems = preflight.scheduler_problems({"cluster_scheduler": "slurm", "launcher_type": "slurm"}, ["10.0.0.1"])
+    assert [problem.variable for problem in problems] == ["cluster_scheduler", "inventory_hostname"]
