@@ -56,6 +56,7 @@ molecule: venv host images wheels
 	molecule test -s oneapi
 	molecule test -s gpu_drivers
 	molecule test -s container_runtime
+	molecule test -s slurm
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
 	$(PLAYBOOK) harness/sim_teardown.yml

@@ -498,7 +498,7 @@ def _deepspeed(spec: LaunchSpec) -> list[list[str]]:
 
 # ---------------------------------------------------------------- slurm
 # The job goes to Slurm (sbatch, launch_script.py): each node's Slurm task runs the same torchrun agent as
-# launcher "torchrun" would start there over SSH, c10d rendezvous on the launcher node.
+# launcher "torchrun" would start there over SSH (the same rendezvous on the launcher node).
 
 _BUILDERS: dict[str, Callable[[LaunchSpec], list[list[str]]]] = {
     "torchrun": _torchrun,
