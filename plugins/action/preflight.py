@@ -11,20 +11,10 @@ from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 
+from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 
 ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
-
-
-def plain(value: Any) -> Any:
-    """Templated Ansible values (lazy containers, tagged strings) as plain Python data."""
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
 def role_options(loader: Any, roles: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
 from ansible_collections.multinode.training.plugins.module_utils.slurm import MUNGED_PIDFILE, SlurmPaths
 
 RUNTIMES = ("container", "host")
@@ -204,20 +205,11 @@ def node(node_facts: Mapping[str, Any], connect_address: str, address: str = "",
         found_address,
         found_iface,
         str(node_facts.get("hostname") or ""),
-        _plain(node_facts.get("cpu") or {}),
+        plain(node_facts.get("cpu") or {}),
         int(node_facts.get("memory_mib") or 0),
         devices,
         gids,
     ).as_fact()
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as plain dicts and lists (a template's lazy containers cannot be copied as they are)."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _carrying(node_facts: Mapping[str, Any], address: str) -> str:

@@ -126,8 +126,8 @@ def cpu_topology(cpuinfo_text: str, node_cpulists: Mapping[str, str] | None = No
 def memory_mib(meminfo_text: str) -> int:
     """MemTotal of /proc/meminfo in MiB, rounded down (what slurmd reports as the node's RealMemory)."""
     for line in meminfo_text.splitlines():
-        name, _, value = line.partition(":")
-        if name == "MemTotal":
+        name, separator, value = line.partition(":")
+        if separator and name == "MemTotal":
             return int(value.split()[0]) // 1024
     raise ValueError("no MemTotal line in /proc/meminfo")
 

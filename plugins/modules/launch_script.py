@@ -82,8 +82,9 @@ options:
       - V(torchrun) is started once per host over SSH; V(mpiexec) (Intel MPI hydra), V(mpirun) (Open MPI 4.x),
         V(ipexrun), V(horovodrun) and V(deepspeed) start every rank themselves.
       - V(slurm) submits the job with C(sbatch --wait), with the batch script C(slurm.sbatch) in O(job_dir). One
-        Slurm task per host (C(srun)), named after O(hosts[].name), runs the host's C(torchrun) agent; the output of every task goes to C(logs/slurm-<id>.log) on the batch host. The job id is
-        written to C(slurm.jobid) in O(job_dir); a signal to the launch script cancels the job (C(scancel)).
+        Slurm task per host (C(srun)), named after O(hosts[].name), runs the host's C(torchrun) agent; the output
+        of every task goes to C(logs/slurm-<id>.log) on the batch host. The job id is written to C(slurm.jobid) in
+        O(job_dir); a signal to the launch script cancels the job (C(scancel)).
     type: str
     required: true
     choices: [torchrun, mpiexec, mpirun, ipexrun, horovodrun, deepspeed, slurm]

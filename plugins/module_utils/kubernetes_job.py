@@ -1,0 +1,513 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Kubernetes manifests of a training job, for the Kubeflow operators: PyTorchJob, TrainJob and MPIJob.
+
+The same job the launch module starts over SSH (one program per rank, ``nodes`` x ``procs_per_node`` ranks,
+the rank tuning environment) described as a custom resource, so a cluster's Kubeflow operator starts the
+ranks instead. Each renderer returns plain dicts and lists, ready for ``yaml.safe_dump`` or the Kubernetes
+API; nothing here talks to a cluster. The fields written are those of the CRDs of the releases named below
+(their OpenAPI schemas are the unit tests' fixtures, tests/unit/plugins/module_utils/fixtures/crds):
+
+- ``kubeflow.org/v1`` PyTorchJob: training operator v1.9.4 (kubeflow/trainer, tag v1.9.4).
+- ``trainer.kubeflow.org/v1alpha1`` TrainJob: Kubeflow Trainer v2.3.0 (kubeflow/trainer, tag v2.3.0).
+- ``kubeflow.org/v2beta1`` MPIJob: MPI operator v0.8.x (kubeflow/mpi-operator).
+
+torchrun jobs become a PyTorchJob or a TrainJob, mpiexec (Intel MPI) and mpirun (Open MPI) jobs an MPIJob.
+
+Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME
+
+LAUNCHERS = ("torchrun", "mpiexec", "mpirun")
+# The launchers each kind can start.
+KINDS = {"PyTorchJob": ("torchrun",), "TrainJob": ("torchrun",), "MPIJob": ("mpiexec", "mpirun")}
+MANAGED_BY = "multinode.training"
+
+# RFC 1035 labels: every operator here checks job names with it (the PyTorchJob webhook with
+# NameIsDNS1035Label, the MPIJob webhook on "<name>-worker-<i>", the TrainJob CRD with a CEL rule),
+# since they become pod host names and Service names. A subset of RFC 1123 labels.
+DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL_MAX = 63
+SUBDOMAIN_MAX = 253
+
+# Image references, after the grammar of distribution/reference (reference.go in distribution/reference):
+# an optional registry host (with port), lowercase path components, an optional tag and an optional digest.
+# Only sha256 digests are accepted.
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE = re.compile(
+    rf"(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?"
+)
+IMAGE_NAME_MAX = 255
+
+# Resource names (cpu, memory, vendor.com/gpu) and quantities (Kubernetes' resource.Quantity).
+RESOURCE_NAME = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+QUANTITY = re.compile(
+    r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+))?"
+)
+
+# Variables the operators set in the rank containers themselves; a second definition would be ignored or,
+# for TrainJob, rejected by its webhook (constants.TorchRunReservedEnvNames).
+# PyTorchJob: pkg/controller.v1/pytorch/envvar.go and master.go; MPIJob: pkg/controller/mpi_job_controller.go.
+RESERVED_ENV = {
+    "torchrun": frozenset(
+        ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT")
+        + ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+    ),
+    "mpi": frozenset(
+        ("OMPI_MCA_orte_default_hostfile", "OMPI_MCA_orte_keep_fqdn_hostnames", "OMPI_MCA_plm_rsh_args")
+        + ("I_MPI_HYDRA_HOST_FILE", "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "K_MPI_JOB_ROLE")
+    ),
+}
+
+# PyTorchJob: the operator finds the rank container by this name (PyTorchJobDefaultContainerName).
+PYTORCH_CONTAINER = "pytorch"
+# TrainJob: the torch-distributed ClusterTrainingRuntime's replicated job and its container, both "node".
+TRAIN_RUNTIME = "torch-distributed"
+TRAIN_REPLICATED_JOB = "node"
+TRAIN_CONTAINER = "node"
+# MPIJob: sshd on the workers listens where mpi-operator's own images have it (build/base/Dockerfile).
+MPI_SSH_PORT = 2222
+# The launcher's ssh options for the workers: their sshd's port; no host key check (every worker presents the
+# job's key and the mounted .ssh is read-only, so nothing could be remembered), as mpi-operator's images set in
+# /etc/ssh/ssh_config; ConnectionAttempts=10 as the operator itself sets (OMPI_MCA_plm_rsh_args,
+# I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS), which the launcher's flags override.
+MPI_SSH_OPTIONS = (
+    f"-p {MPI_SSH_PORT} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectionAttempts=10"
+)
+MPI_IMPLEMENTATION = {"mpiexec": "Intel", "mpirun": "OpenMPI"}
+DATA_VOLUME = "data"
+OUTPUT_VOLUME = "outputs"
+
+
+class KubernetesJobError(ValueError):
+    """A job description no Kubernetes manifest can be rendered from."""
+
+
+@dataclass(frozen=True)
+class KubernetesJob:
+    """One training job: ``nodes`` pods, ``procs_per_node`` ranks in each, every rank running ``command``.
+
+    ``name`` is the job id and the custom resource's name. ``env`` is the rank environment (OMP_NUM_THREADS,
+    KMP_*, interface variables, ...). ``resources`` (e.g. ``{"cpu": "4", "memory": "8Gi"}``) are each rank
+    pod's requests and limits. ``data_claim`` / ``output_claim`` are PersistentVolumeClaims mounted at
+    ``data_mount`` / ``output_mount``, announced to the ranks as DATA_DIR / OUTPUT_DIR; with more than one
+    node they must be ReadWriteMany, every pod mounts them. ``proxy_config_map`` names a ConfigMap whose
+    keys become variables of every container (``envFrom``). ``ssh_auth_mount_path`` (MPIJob only) is
+    where the MPI operator mounts the job's SSH keys: the ``.ssh`` directory of the image's user.
+    """
+
+    name: str
+    image: str
+    command: list[str]
+    nodes: int
+    procs_per_node: int
+    launcher: str
+    namespace: str = "default"
+    env: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, str] = field(default_factory=dict)
+    data_claim: str | None = None
+    output_claim: str | None = None
+    data_mount: str = "/data"
+    output_mount: str = "/outputs"
+    proxy_config_map: str | None = None
+    ssh_auth_mount_path: str = "/home/dev/.ssh"
+
+
+# ---------------------------------------------------------------- validation
+
+
+def check(job: KubernetesJob) -> None:
+    """Raise KubernetesJobError naming the first field that no operator would accept, and what is allowed."""
+    if job.launcher not in LAUNCHERS:
+        raise KubernetesJobError(f"launcher: {job.launcher!r} is not one of {', '.join(LAUNCHERS)}")
+    _check_count("nodes", job.nodes)
+    _check_count("procs_per_node", job.procs_per_node)
+    _check_name("name", job.name, DNS_1035_LABEL, LABEL_MAX, _LABEL_1035)
+    _check_name("namespace", job.namespace, DNS_1123_LABEL, LABEL_MAX, _LABEL_1123)
+    _check_image(job.image)
+    _check_command(job.command)
+    _check_env(job)
+    _check_resources(job.resources)
+    for what, claim in (("data_claim", job.data_claim), ("output_claim", job.output_claim)):
+        if claim is not None:
+            _check_name(what, claim, DNS_1123_SUBDOMAIN, SUBDOMAIN_MAX, _SUBDOMAIN)
+    if job.proxy_config_map is not None:
+        _check_name("proxy_config_map", job.proxy_config_map, DNS_1123_SUBDOMAIN, SUBDOMAIN_MAX, _SUBDOMAIN)
+    _check_mounts(job)
+
+
+def _check_count(what: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise KubernetesJobError(f"{what}: must be a whole number >= 1, got {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise KubernetesJobError(f"{what}: must be a whole number >= 1, got {value}")
+
+
+_LABEL_1035 = (
+    "an RFC 1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or"
+    f" digit, at most {LABEL_MAX} characters"
+)
+_LABEL_1123 = (
+    "a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit,"
+    f" at most {LABEL_MAX} characters"
+)
+_SUBDOMAIN = f"a DNS subdomain: DNS labels joined by '.', at most {SUBDOMAIN_MAX} characters"
+
+
+def _check_name(what: str, value: Any, pattern: re.Pattern[str], limit: int, allowed: str) -> None:
+    if not isinstance(value, str) or len(value) > limit or not pattern.fullmatch(value):
+        raise KubernetesJobError(f"{what}: {value!r} is not {allowed}")
+
+
+def _check_image(image: Any) -> None:
+    match = IMAGE_REFERENCE.fullmatch(image) if isinstance(image, str) else None
+    if match is None or len(match.group("name")) > IMAGE_NAME_MAX:
+        raise KubernetesJobError(
+            f"image: {image!r} is not an image reference [registry[:port]/]path[:tag][@sha256:<64 hex digits>]"
+            " with a lowercase path (letters, digits, '.', '_', '-'), a tag of at most 128 letters, digits,"
+            " '_', '.' and '-' (not starting with '.' or '-'), and no spaces"
+        )
+
+
+def _check_command(command: Any) -> None:
+    if (
+        not isinstance(command, (list, tuple))
+        or not command
+        or not all(isinstance(word, str) for word in command)
+        or not command[0]
+    ):
+        raise KubernetesJobError(f"command: must be a non-empty list of strings (the program first), got {command!r}")
+
+
+def _check_env(job: KubernetesJob) -> None:
+    if not isinstance(job.env, Mapping):
+        raise KubernetesJobError(f"env: must be a mapping of variable names to strings, got {job.env!r}")
+    reserved = RESERVED_ENV["torchrun" if job.launcher == "torchrun" else "mpi"]
+    for name, value in job.env.items():
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            raise KubernetesJobError(
+                f"env: {name!r} is not a variable name (a letter or '_', then letters, digits or '_')"
+            )
+        if not isinstance(value, str):
+            raise KubernetesJobError(f"env: {name} must be a string, got {value!r}")
+        if name in reserved:
+            raise KubernetesJobError(
+                f"env: {name} is set by the operator for {job.launcher} jobs; reserved: {', '.join(sorted(reserved))}"
+            )
+    for name, claim in (("DATA_DIR", job.data_claim), ("OUTPUT_DIR", job.output_claim)):
+        if claim is not None and name in job.env:
+            raise KubernetesJobError(f"env: {name} is set from the claim's mount path; leave it out of env")
+
+
+def _check_resources(resources: Any) -> None:
+    if not isinstance(resources, Mapping):
+        raise KubernetesJobError(
+            f"resources: must be a mapping such as {{'cpu': '4', 'memory': '8Gi'}}, got {resources!r}"
+        )
+    for name, quantity in resources.items():
+        if not isinstance(name, str) or not RESOURCE_NAME.fullmatch(name):
+            raise KubernetesJobError(f"resources: {name!r} is not a resource name (cpu, memory, vendor.com/gpu, ...)")
+        if isinstance(quantity, bool) or not QUANTITY.fullmatch(str(quantity)):
+            raise KubernetesJobError(f"resources: {name}: {quantity!r} is not a quantity (4, 500m, 8Gi, ...)")
+
+
+def _check_mounts(job: KubernetesJob) -> None:
+    paths = {
+        "data_mount": job.data_mount,
+        "output_mount": job.output_mount,
+        "ssh_auth_mount_path": job.ssh_auth_mount_path,
+    }
+    for what, path in paths.items():
+        if not isinstance(path, str) or not path.startswith("/") or ":" in path or len(path) < 2:
+            raise KubernetesJobError(f"{what}: must be an absolute path other than '/' without ':', got {path!r}")
+    if job.data_claim is not None and job.output_claim is not None and job.data_mount == job.output_mount:
+        raise KubernetesJobError(f"output_mount: {job.output_mount!r} is also data_mount; mount the claims apart")
+
+
+def _check_kind(job: KubernetesJob, kind: str) -> None:
+    if kind not in KINDS:
+        raise KubernetesJobError(f"kind: {kind!r} is not one of {', '.join(KINDS)}")
+    if job.launcher not in KINDS[kind]:
+        fits = [other for other, launchers in KINDS.items() if job.launcher in launchers]
+        raise KubernetesJobError(
+            f"kind: a {kind} runs {' or '.join(KINDS[kind])} jobs, not launcher {job.launcher!r};"
+            f" render it as {' or '.join(fits)}"
+        )
+
+
+def _check_host_name(kind: str, host: str) -> None:
+    """The longest pod host name the operator derives from the job name must still be an RFC 1035 label."""
+    if len(host) > LABEL_MAX:
+        raise KubernetesJobError(
+            f"name: too long for a {kind}: its pod host name {host!r} would exceed {LABEL_MAX} characters"
+        )
+
+
+# ---------------------------------------------------------------- shared pieces
+
+
+def _metadata(job: KubernetesJob) -> dict[str, Any]:
+    return {"name": job.name, "namespace": job.namespace, "labels": {"app.kubernetes.io/managed-by": MANAGED_BY}}
+
+
+def _env(job: KubernetesJob) -> list[dict[str, str]]:
+    """The rank environment as a container's ``env`` list: ``env`` first, then DATA_DIR and OUTPUT_DIR."""
+    env = [{"name": name, "value": value} for name, value in job.env.items()]
+    if job.data_claim is not None:
+        env.append({"name": "DATA_DIR", "value": job.data_mount})
+    if job.output_claim is not None:
+        env.append({"name": "OUTPUT_DIR", "value": job.output_mount})
+    return env
+
+
+def _env_from(job: KubernetesJob) -> list[dict[str, Any]]:
+    return [] if job.proxy_config_map is None else [{"configMapRef": {"name": job.proxy_config_map}}]
+
+
+def _resources(job: KubernetesJob) -> dict[str, dict[str, str]]:
+    """Requests equal to limits: each rank pod gets exactly what it asked for (Guaranteed QoS)."""
+    if not job.resources:
+        return {}
+    quantities = {name: str(quantity) for name, quantity in job.resources.items()}
+    return {"requests": dict(quantities), "limits": dict(quantities)}
+
+
+def _claims(job: KubernetesJob) -> list[tuple[str, str, str]]:
+    """(volume name, claim, mount path) of each claim set."""
+    claims = [(DATA_VOLUME, job.data_claim, job.data_mount), (OUTPUT_VOLUME, job.output_claim, job.output_mount)]
+    return [(volume, claim, path) for volume, claim, path in claims if claim is not None]
+
+
+def _volumes(job: KubernetesJob) -> list[dict[str, Any]]:
+    return [{"name": volume, "persistentVolumeClaim": {"claimName": claim}} for volume, claim, _path in _claims(job)]
+
+
+def _volume_mounts(job: KubernetesJob) -> list[dict[str, str]]:
+    return [{"name": volume, "mountPath": path} for volume, _claim, path in _claims(job)]
+
+
+def _container(
+    job: KubernetesJob, name: str, command: list[str], mounts: bool = True, resources: bool = True
+) -> dict[str, Any]:
+    """A container of the job's image; empty lists and maps are left out."""
+    container: dict[str, Any] = {
+        "name": name,
+        "image": job.image,
+        "command": command,
+        "env": _env(job),
+        "envFrom": _env_from(job),
+        "resources": _resources(job) if resources else {},
+        "volumeMounts": _volume_mounts(job) if mounts else [],
+    }
+    return {key: value for key, value in container.items() if value != [] and value != {}}
+
+
+def _pod_template(containers: list[dict[str, Any]], volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": containers}
+    if volumes:
+        spec["volumes"] = volumes
+    return {"spec": spec}
+
+
+def _torchrun_command(job: KubernetesJob) -> list[str]:
+    """torchrun in each pod, starting ``procs_per_node`` ranks of the program.
+
+    The operators give torchrun its whole configuration through PET_* variables (torch.distributed.run
+    reads every flag from PET_<FLAG>): PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR and
+    PET_MASTER_PORT; the rendezvous is torchrun's default, static. ``--no-python``: the command is a
+    program, as for the launch module's torchrun.
+    """
+    return ["torchrun", "--no-python", *job.command]
+
+
+# ---------------------------------------------------------------- PyTorchJob (kubeflow.org/v1)
+
+
+def pytorch_job(job: KubernetesJob) -> dict[str, Any]:
+    """A PyTorchJob: a Master pod (node rank 0) and ``nodes - 1`` Worker pods, each running torchrun.
+
+    ``nprocPerNode`` is a string in the CRD (it also takes "auto", "cpu", "gpu"). ``restartPolicy: Never``:
+    a failed rank fails the job, where OnFailure would restart that pod alone into a rendezvous the others
+    have left. The operator adds the master port (``pytorchjob-port``, 23456) to the ``pytorch`` container.
+    """
+    check(job)
+    _check_kind(job, "PyTorchJob")
+    _check_host_name("PyTorchJob", f"{job.name}-worker-{max(job.nodes - 2, 0)}")
+    replica_specs = {"Master": _pytorch_replicas(job, 1)}
+    if job.nodes > 1:
+        replica_specs["Worker"] = _pytorch_replicas(job, job.nodes - 1)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": _metadata(job),
+        "spec": {"nprocPerNode": str(job.procs_per_node), "pytorchReplicaSpecs": replica_specs},
+    }
+
+
+def _pytorch_replicas(job: KubernetesJob, replicas: int) -> dict[str, Any]:
+    """A replica spec of its own (no dict shared with the other one, which YAML would dump as an alias)."""
+    template = _pod_template([_container(job, PYTORCH_CONTAINER, _torchrun_command(job))], _volumes(job))
+    return {"replicas": replicas, "restartPolicy": "Never", "template": template}
+
+
+# ---------------------------------------------------------------- TrainJob (trainer.kubeflow.org/v1alpha1)
+
+
+def train_job(job: KubernetesJob) -> dict[str, Any]:
+    """A TrainJob on the ``torch-distributed`` ClusterTrainingRuntime: ``nodes`` pods, each running torchrun.
+
+    ``spec.trainer`` carries the image, command, node and process counts, environment and per-node
+    resources (as requests and limits). The claims are mounted through ``spec.runtimePatches`` (the v2.3
+    replacement of ``podTemplateOverrides``), which patches the runtime's ``node`` job: its pod's volumes
+    and its ``node`` container's volume mounts.
+
+    ``proxy_config_map`` is left out: the v1alpha1 schema has no ``envFrom`` anywhere (``spec.trainer``
+    takes ``env`` only, and the runtime patch of a container takes ``env``, ``volumeMounts`` and
+    ``securityContext``), so a proxy must come from the ClusterTrainingRuntime or from ``env``.
+    """
+    check(job)
+    _check_kind(job, "TrainJob")
+    _check_host_name("TrainJob", f"{job.name}-{TRAIN_REPLICATED_JOB}-0-{job.nodes - 1}")
+    trainer: dict[str, Any] = {
+        "image": job.image,
+        "command": _torchrun_command(job),
+        "numNodes": job.nodes,
+        "numProcPerNode": job.procs_per_node,
+        "env": _env(job),
+        "resourcesPerNode": _resources(job),
+    }
+    spec: dict[str, Any] = {
+        "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime", "name": TRAIN_RUNTIME},
+        "trainer": {key: value for key, value in trainer.items() if value != [] and value != {}},
+    }
+    if _claims(job):
+        spec["runtimePatches"] = [_runtime_patch(job)]
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": _metadata(job), "spec": spec}
+
+
+def _runtime_patch(job: KubernetesJob) -> dict[str, Any]:
+    """The claims' volumes and mounts as a patch of the runtime's ``node`` job, owned by this collection."""
+    pod_spec = {
+        "volumes": _volumes(job),
+        "containers": [{"name": TRAIN_CONTAINER, "volumeMounts": _volume_mounts(job)}],
+    }
+    replicated_job = {"name": TRAIN_REPLICATED_JOB, "template": {"spec": {"template": {"spec": pod_spec}}}}
+    return {
+        "manager": MANAGED_BY,
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [replicated_job]}}},
+    }
+
+
+# ---------------------------------------------------------------- MPIJob (kubeflow.org/v2beta1)
+
+
+def mpi_job(job: KubernetesJob) -> dict[str, Any]:
+    """An MPIJob: a Launcher pod running mpiexec (Intel MPI) or mpirun (Open MPI), ``nodes`` Worker pods.
+
+    As in mpi-operator's examples (examples/v2beta1/pi/pi.yaml and pi-intel.yaml), the workers run sshd in
+    the foreground and the launcher starts every rank on them over SSH, with the keys the operator mounts
+    at ``sshAuthMountPath`` and the host file it writes (``slotsPerWorker`` slots per worker). The launcher
+    is created once every worker is ready (its sshd answers) and the job fails with its first failed rank
+    (``restartPolicy: Never``, ``backoffLimit: 0``). ``cleanPodPolicy: Running`` removes the workers when
+    the launcher ends. The claims are mounted in the workers, where the ranks run; ``resources`` apply to
+    the workers, the launcher only runs the MPI launcher.
+    """
+    check(job)
+    _check_kind(job, "MPIJob")
+    _check_host_name("MPIJob", f"{job.name}-worker-{job.nodes - 1}")
+    launcher = _container(job, "mpi-launcher", _mpi_launch_command(job), mounts=False, resources=False)
+    worker = _container(job, "mpi-worker", _sshd_command(job))
+    worker["readinessProbe"] = {"tcpSocket": {"port": MPI_SSH_PORT}, "initialDelaySeconds": 2}
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": _metadata(job),
+        "spec": {
+            "slotsPerWorker": job.procs_per_node,
+            "mpiImplementation": MPI_IMPLEMENTATION[job.launcher],
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            "sshAuthMountPath": job.ssh_auth_mount_path,
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "restartPolicy": "Never", "template": _pod_template([launcher], [])},
+                "Worker": {"replicas": job.nodes, "template": _pod_template([worker], _volumes(job))},
+            },
+        },
+    }
+
+
+def _rank_env_names(job: KubernetesJob) -> list[str]:
+    return [entry["name"] for entry in _env(job)]
+
+
+def _mpi_launch_command(job: KubernetesJob) -> list[str]:
+    """The launcher's command: every rank of the program, ``procs_per_node`` on each worker.
+
+    Ranks started over SSH do not inherit the worker container's environment, so the launcher forwards the
+    rank environment from its own: Intel MPI with ``-genvlist`` (hydra also forwards the rest of the
+    launcher's environment by default, the proxy variables included), Open MPI with one ``-x NAME`` each
+    (Open MPI forwards nothing else: the proxy ConfigMap's variables do not reach its ranks). Flags as in
+    launch.py (``mpiexec.hydra -n -ppn``, ``mpirun -np --map-by ppr:N:node``).
+    """
+    world = str(job.nodes * job.procs_per_node)
+    names = _rank_env_names(job)
+    if job.launcher == "mpiexec":
+        forward = ["-genvlist", ",".join(names)] if names else []
+        flags = ["-n", world, "-ppn", str(job.procs_per_node)]
+        ssh = ["-bootstrap", "ssh", "-bootstrap-exec-args", MPI_SSH_OPTIONS]
+        return ["mpiexec.hydra", *flags, *ssh, *forward, *job.command]
+    forward = [word for name in names for word in ("-x", name)]
+    flags = ["-np", world, "--map-by", f"ppr:{job.procs_per_node}:node"]
+    ssh = ["--mca", "plm_rsh_args", MPI_SSH_OPTIONS]
+    return ["mpirun", *flags, *ssh, *forward, *job.command]
+
+
+def _sshd_command(job: KubernetesJob) -> list[str]:
+    """sshd in the foreground as the image's (unprivileged) user, configured on its command line.
+
+    The settings of mpi-operator's build/base/sshd_config (the job's mounted private key as host key, a
+    writable pid file, StrictModes off for the read-only mounted keys) and its port, as ``-o`` options
+    over an empty configuration, so the image needs sshd but no configuration file for it.
+    """
+    return [
+        "/usr/sbin/sshd",
+        "-D",
+        "-e",
+        "-f",
+        "/dev/null",
+        *("-o", f"Port={MPI_SSH_PORT}"),
+        *("-o", f"HostKey={job.ssh_auth_mount_path}/id_rsa"),
+        *("-o", "PidFile=/tmp/sshd.pid"),
+        *("-o", "StrictModes=no"),
+    ]
+
+
+# ---------------------------------------------------------------- dispatch
+
+_RENDERERS: dict[str, Callable[[KubernetesJob], dict[str, Any]]] = {
+    "PyTorchJob": pytorch_job,
+    "TrainJob": train_job,
+    "MPIJob": mpi_job,
+}
+
+
+def render(job: KubernetesJob, kind: str) -> dict[str, Any]:
+    """The ``kind`` manifest of ``job``: PyTorchJob or TrainJob for torchrun, MPIJob for mpiexec and mpirun."""
+    renderer = _RENDERERS.get(kind)
+    if renderer is None:
+        raise KubernetesJobError(f"kind: {kind!r} is not one of {', '.join(_RENDERERS)}")
+    return renderer(job)
