@@ -22,12 +22,39 @@ PROVISIONING_ROLES = ("oneapi", "host_runtime", "container_runtime", "gpu_driver
 CODE_DIRS = ("roles", "plugins")
 
 
+# Files named by a value are hashed by content up to this size, by size and modification time above it.
+CONTENT_LIMIT = 1 << 20
+
+
 def inputs_hash(values: Mapping[str, Any], tarball: str | None, collection_root: Path = COLLECTION_ROOT) -> str:
-    """sha256 over the values (as sorted JSON), the tarball's stat and the collection's code stamp."""
-    digest = hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode())
+    """sha256 over the values (as sorted JSON, a file they name by what it holds), the tarball's stat and the
+    collection's code stamp."""
+    digest = hashlib.sha256(json.dumps(by_content(values), sort_keys=True, default=str).encode())
     digest.update(file_stamp(tarball).encode() if tarball else b"no tarball")
     digest.update(code_stamp(collection_root).encode())
     return digest.hexdigest()
+
+
+def by_content(value: Any) -> Any:
+    """``value`` with every absolute path of an existing file replaced by that file's stamp (content_stamp).
+
+    A requirements file reached through the collection's own path (``{{ role_path }}/...``) is the same input from
+    the git checkout and from an installed copy, and an edit of it is a new input, though the path stays.
+    """
+    if isinstance(value, Mapping):
+        return {str(key): by_content(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [by_content(item) for item in value]
+    if isinstance(value, str) and os.path.isabs(value) and os.path.isfile(value):
+        return content_stamp(value)
+    return value
+
+
+def content_stamp(path: str) -> str:
+    """``file sha256:<hex>`` of a file up to CONTENT_LIMIT bytes, ``file <size> <mtime_ns>`` of a larger one."""
+    if os.path.getsize(path) > CONTENT_LIMIT:
+        return f"file {file_stamp(path)}"
+    return "file sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def file_stamp(path: str) -> str:

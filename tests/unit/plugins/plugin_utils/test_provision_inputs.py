@@ -234,3 +234,37 @@ def test_provisioning_roles() -> None:
     assert len(set(PROVISIONING_ROLES)) == len(PROVISIONING_ROLES)
     for role in PROVISIONING_ROLES:
         assert (REPO / "roles" / role).is_dir(), role
+
+
+# --------------------------------------------------------------------------- files named by a value
+
+
+def test_the_same_file_content_at_two_paths_is_the_same_input(root: Path, tmp_path: Path) -> None:
+    # The requirements file of the git checkout and of an installed copy of the collection.
+    checkout, installed = tmp_path / "checkout" / "requirements.txt", tmp_path / "installed" / "requirements.txt"
+    for path in (checkout, installed):
+        path.parent.mkdir()
+        path.write_text("torch==2.9.1\n")
+    assert h({"host_runtime_requirements": str(checkout)}, None, root) == h(
+        {"host_runtime_requirements": str(installed)}, None, root
+    )
+
+
+def test_an_edited_file_is_a_new_input_at_the_same_path(root: Path, tmp_path: Path) -> None:
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("torch==2.9.1\n")
+    before = h({"nested": {"files": [str(requirements)]}}, None, root)
+    requirements.write_text("torch==2.9.2\n")
+    assert h({"nested": {"files": [str(requirements)]}}, None, root) != before
+
+
+def test_content_stamp_of_a_large_file_is_its_size_and_time(tarball: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provision_inputs, "CONTENT_LIMIT", 5)
+    assert provision_inputs.content_stamp(str(tarball)) == f"file 10 {NS}"
+
+
+def test_only_existing_absolute_files_are_replaced(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    values = {"dir": str(tmp_path), "missing": str(tmp_path / "missing"), "relative": "a.txt", "port": 22}
+    assert provision_inputs.by_content(values) == values
+    assert provision_inputs.by_content([str(tmp_path / "a.txt")])[0].startswith("file sha256:")
