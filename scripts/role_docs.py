@@ -3,7 +3,9 @@
 
 The table sits between the markers below under the README's "## Variables" heading; the first run
 replaces the first table after that heading and adds the markers. meta/argument_specs.yml is the
-source of truth; defaults/main.yml gives the default column.
+source of truth; defaults/main.yml gives the default column. An entry point other than main whose options
+are not all main's (the launcher's kubernetes) gets a table of its own where the README puts the markers
+naming it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import yaml
 
 BEGIN, END = "<!-- BEGIN VARIABLES (scripts/role_docs.py) -->", "<!-- END VARIABLES -->"
+ENTRY_BEGIN, ENTRY_END = "<!-- BEGIN VARIABLES {entry} (scripts/role_docs.py) -->", "<!-- END VARIABLES {entry} -->"
 _MARKUP = re.compile(r"\b(?:C|V|O|M|RV|I|B)\((.*?)\)")
 _TABLE = re.compile(r"(## Variables\n(?:(?!\n\|).)*?\n)(\|.*?\n)(?!\|)", re.S)
 
@@ -47,8 +50,14 @@ def _kind(spec: dict[str, Any]) -> str:
     return kind
 
 
-def variable_table(role: Path) -> str:
-    options = yaml.safe_load((role / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+def entry_points(role: Path) -> dict[str, dict[str, Any]]:
+    """Each entry point's options."""
+    specs = yaml.safe_load((role / "meta/argument_specs.yml").read_text())["argument_specs"]
+    return {entry: spec.get("options") or {} for entry, spec in specs.items()}
+
+
+def variable_table(role: Path, entry: str = "main") -> str:
+    options = entry_points(role)[entry]
     defaults_path = role / "defaults/main.yml"
     defaults = (yaml.safe_load(defaults_path.read_text()) or {}) if defaults_path.exists() else {}
     rows = ["| Variable | Default | Description |", "|---|---|---|"]
@@ -70,6 +79,20 @@ def updated_readme(readme: str, table: str) -> str:
     return readme[: match.start(2)] + block + readme[match.end(2):]
 
 
+def updated_entry_tables(readme: str, role: Path) -> str:
+    """``readme`` with the table of every entry point that has options of its own, where its markers are."""
+    entries = entry_points(role)
+    for entry, options in entries.items():
+        if entry == "main" or set(options) <= set(entries.get("main", {})):
+            continue
+        begin, end = ENTRY_BEGIN.format(entry=entry), ENTRY_END.format(entry=entry)
+        if begin not in readme or end not in readme:
+            continue
+        head, rest = readme.split(begin, 1)
+        readme = f"{head}{begin}\n{variable_table(role, entry)}{end}{rest.split(end, 1)[1]}"
+    return readme
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="fail when a README's table is not up to date")
@@ -82,7 +105,7 @@ def main() -> int:
     for role in roles:
         readme_path = role / "README.md"
         readme = readme_path.read_text()
-        wanted = updated_readme(readme, variable_table(role))
+        wanted = updated_entry_tables(updated_readme(readme, variable_table(role)), role)
         if wanted != readme:
             stale.append(str(readme_path))
             if not args.check:

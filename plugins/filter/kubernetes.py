@@ -1,15 +1,19 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Kubernetes manifest of a training job (documented in kubernetes_manifest.yml)."""
+"""A training job on Kubernetes: its manifest, its description from the job variables, its state and summary.
+
+Documented in kubernetes_manifest.yml, kubernetes_job_spec.yml, kubernetes_job_state.yml and
+kubernetes_run_summary.yml.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job
+from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, kubernetes_run
 from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
 
 _FIELDS = tuple(field.name for field in fields(kubernetes_job.KubernetesJob))
@@ -26,6 +30,38 @@ def kubernetes_manifest(job: Mapping[str, Any], kind: str) -> dict[str, Any]:
         raise AnsibleFilterError(f"kubernetes_manifest: {exc}") from exc
 
 
+def kubernetes_job_spec(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The kind, API version, pod selector and KubernetesJob fields of the launcher role's job variables."""
+    try:
+        return kubernetes_run.describe(plain(params))
+    except (KeyError, kubernetes_run.KubernetesRunError) as exc:
+        raise AnsibleFilterError(f"kubernetes_job_spec: {exc}") from exc
+
+
+def kubernetes_job_state(resource: Mapping[str, Any] | None, kind: str) -> str:
+    """running, succeeded or failed, from the custom resource's conditions."""
+    try:
+        return kubernetes_run.job_state(kind, plain(resource or {}))
+    except kubernetes_run.KubernetesRunError as exc:
+        raise AnsibleFilterError(f"kubernetes_job_state: {exc}") from exc
+
+
+def kubernetes_run_summary(
+    resource: Mapping[str, Any] | None, kind: str, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+    timed_out: bool = False,
+) -> dict[str, Any]:
+    """summary.json of the run, from the custom resource and its pods as the API server returned them."""
+    try:
+        return kubernetes_run.summarize(kind, plain(job), plain(resource or {}), plain(list(pods)), bool(timed_out))
+    except (KeyError, kubernetes_run.KubernetesRunError) as exc:
+        raise AnsibleFilterError(f"kubernetes_run_summary: {exc}") from exc
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"kubernetes_manifest": kubernetes_manifest}
+        return {
+            "kubernetes_manifest": kubernetes_manifest,
+            "kubernetes_job_spec": kubernetes_job_spec,
+            "kubernetes_job_state": kubernetes_job_state,
+            "kubernetes_run_summary": kubernetes_run_summary,
+        }
