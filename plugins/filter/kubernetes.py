@@ -47,7 +47,10 @@ def kubernetes_job_state(resource: Mapping[str, Any] | None, kind: str) -> str:
 
 
 def kubernetes_run_summary(
-    resource: Mapping[str, Any] | None, kind: str, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+    resource: Mapping[str, Any] | None,
+    kind: str,
+    job: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
     timed_out: bool = False,
 ) -> dict[str, Any]:
     """summary.json of the run, from the custom resource and its pods as the API server returned them."""

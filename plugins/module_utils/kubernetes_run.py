@@ -37,7 +37,11 @@ from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job 
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
 from ansible_collections.multinode.training.plugins.module_utils.run_report import describe_signal
 
-API_VERSIONS = {"PyTorchJob": "kubeflow.org/v1", "TrainJob": "trainer.kubeflow.org/v1alpha1", "MPIJob": "kubeflow.org/v2beta1"}
+API_VERSIONS = {
+    "PyTorchJob": "kubeflow.org/v1",
+    "TrainJob": "trainer.kubeflow.org/v1alpha1",
+    "MPIJob": "kubeflow.org/v2beta1",
+}
 # The condition that ends the job well, per kind; "Failed" ends it badly for every kind.
 SUCCESS_CONDITION = {"PyTorchJob": "Succeeded", "TrainJob": "Complete", "MPIJob": "Succeeded"}
 FAILURE_CONDITION = "Failed"
@@ -109,7 +113,9 @@ def _procs_per_node(value: Any) -> int:
     if str(value) == "auto":
         return 1
     if not re.fullmatch(r"[0-9]+", str(value)) or int(value) < 1:
-        raise KubernetesRunError(f"launcher_nproc_per_node: {value!r} is not allowed; use a whole number >= 1 or 'auto'")
+        raise KubernetesRunError(
+            f"launcher_nproc_per_node: {value!r} is not allowed; use a whole number >= 1 or 'auto'"
+        )
     return int(value)
 
 
@@ -173,7 +179,9 @@ def describe(params: Mapping[str, Any]) -> dict[str, Any]:
     job = {
         "name": resource_name(str(params["job_id"])),
         "image": str(params["image"]),
-        "command": _command(str(params["script"]), list(params.get("script_args") or []), str(params.get("workdir") or ""), mounts),
+        "command": _command(
+            str(params["script"]), list(params.get("script_args") or []), str(params.get("workdir") or ""), mounts
+        ),
         # Extra vars come as strings; anything but a whole number is left for kubernetes_job.check to refuse.
         "nodes": int(params["nodes"]) if re.fullmatch(r"[0-9]+", str(params["nodes"])) else params["nodes"],
         "procs_per_node": procs,
@@ -191,8 +199,15 @@ def describe(params: Mapping[str, Any]) -> dict[str, Any]:
         check(KubernetesJob(**job))
     except KubernetesJobError as exc:
         field, _, problem = str(exc).partition(": ")
-        raise KubernetesRunError(f"{VARIABLES[field]} ({field}): {problem}" if field in VARIABLES else str(exc)) from None
-    return {"kind": kind, "api_version": API_VERSIONS[kind], "pod_selector": pod_selector(kind, job["name"]), "job": job}
+        raise KubernetesRunError(
+            f"{VARIABLES[field]} ({field}): {problem}" if field in VARIABLES else str(exc)
+        ) from None
+    return {
+        "kind": kind,
+        "api_version": API_VERSIONS[kind],
+        "pod_selector": pod_selector(kind, job["name"]),
+        "job": job,
+    }
 
 
 def pod_selector(kind: str, name: str) -> str:
@@ -223,7 +238,9 @@ def _condition_text(resource: Mapping[str, Any], kind: str) -> str:
     for item in _true_conditions(resource):
         if item.get("type") == FAILURE_CONDITION:
             words = [str(item.get(key)) for key in ("reason", "message") if item.get(key)]
-            return f"{kind} {resource.get('metadata', {}).get('name', '')} failed: {': '.join(words) or 'no reason given'}"
+            return (
+                f"{kind} {resource.get('metadata', {}).get('name', '')} failed: {': '.join(words) or 'no reason given'}"
+            )
     return ""
 
 
@@ -279,7 +296,9 @@ def _describe_exit(outcome: Mapping[str, Any]) -> str:
     place = outcome["role"] if outcome["index"] is None else f"{outcome['role']} {outcome['index']}"
     code = outcome["exit_code"]
     if outcome["reason"] == "OOMKilled":
-        return f"pod {outcome['name']} ({place}) killed for using more memory than its limit (OOMKilled, exit code {code})"
+        return (
+            f"pod {outcome['name']} ({place}) killed for using more memory than its limit (OOMKilled, exit code {code})"
+        )
     if outcome["signal"]:
         return f"pod {outcome['name']} ({place}) killed by {describe_signal(outcome['signal'])}"
     # A container's main process killed by a signal exits 128 + its number (the shell convention runc follows).

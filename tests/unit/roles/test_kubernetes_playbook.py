@@ -35,7 +35,9 @@ KINDS = {
     "kubeflow.org/v2beta1": ("mpijobs", "MPIJob"),
     "trainer.kubeflow.org/v1alpha1": ("trainjobs", "TrainJob"),
 }
-RESOURCE_PATH = re.compile(r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$")
+RESOURCE_PATH = re.compile(
+    r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
+)
 POD_PATH = re.compile(r"/api/v1/namespaces/(?P<ns>[^/]+)/pods(?:/(?P<name>[^/]+)(?P<log>/log)?)?$")
 
 
@@ -76,7 +78,10 @@ class Operator:
         name = job["metadata"]["name"]
         kind = job["kind"]
         if kind == "TrainJob":
-            labels = {"jobset.sigs.k8s.io/jobset-name": name, "batch.kubernetes.io/job-completion-index": str(pod.index)}
+            labels = {
+                "jobset.sigs.k8s.io/jobset-name": name,
+                "batch.kubernetes.io/job-completion-index": str(pod.index),
+            }
             pod_name = f"{name}-node-0-{pod.index}"
         else:
             labels = {
@@ -85,7 +90,11 @@ class Operator:
                 "training.kubeflow.org/replica-index": str(pod.index),
             }
             pod_name = f"{name}-{pod.role}-{pod.index}"
-        terminated = {"exitCode": pod.exit_code, "finishedAt": pod.finished_at, "reason": pod.reason or ("Completed" if pod.exit_code == 0 else "Error")}
+        terminated = {
+            "exitCode": pod.exit_code,
+            "finishedAt": pod.finished_at,
+            "reason": pod.reason or ("Completed" if pod.exit_code == 0 else "Error"),
+        }
         return {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -105,7 +114,10 @@ def _resource_list(group_version: str, resources: list[tuple[str, str]]) -> dict
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": group_version,
-        "resources": [{"name": plural, "singularName": kind.lower(), "namespaced": True, "kind": kind, "verbs": verbs} for plural, kind in resources],
+        "resources": [
+            {"name": plural, "singularName": kind.lower(), "namespaced": True, "kind": kind, "verbs": verbs}
+            for plural, kind in resources
+        ],
     }
 
 
@@ -118,7 +130,14 @@ def _group_list() -> dict[str, Any]:
 
 
 def _not_found(name: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": f"{name} not found"}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "reason": "NotFound",
+        "code": 404,
+        "message": f"{name} not found",
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -150,7 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/api/v1":
             return self._send(200, _resource_list("v1", [("pods", "Pod"), ("pods/log", "Pod")]))
         if url.path.count("/") == 3 and url.path.startswith("/apis/"):
-            group_version = url.path[len("/apis/"):]
+            group_version = url.path[len("/apis/") :]
             return self._send(200, _resource_list(group_version, [KINDS[group_version]]))
         if match := RESOURCE_PATH.match(url.path):
             return self._get_job(match.group("name"))
@@ -179,7 +198,10 @@ class Handler(BaseHTTPRequestHandler):
             wanted = dict(item.split("=", 1) for item in query.get("labelSelector", [""])[0].split(",") if item)
             items = [pod for pod in pods if wanted.items() <= pod["metadata"]["labels"].items()]
             return self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
-        found = {pod["metadata"]["name"]: (pod, fake) for pod, fake in zip(pods, self.operator.pods * len(self.operator.created))}
+        found = {
+            pod["metadata"]["name"]: (pod, fake)
+            for pod, fake in zip(pods, self.operator.pods * len(self.operator.created))
+        }
         if match.group("name") not in found:
             return self._send(404, _not_found(match.group("name")))
         pod, fake = found[match.group("name")]
@@ -245,7 +267,13 @@ def run_playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str
         "HOME": str(tmp_path),
         "KUBECONFIG": "/nonexistent",
     }
-    command = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks/kubernetes.yml"), "-e", "launcher_kubernetes_image=registry.example/train:1", *extra]
+    command = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        str(REPO / "playbooks/kubernetes.yml"),
+        "-e",
+        "launcher_kubernetes_image=registry.example/train:1",
+        *extra,
+    ]
     return subprocess.run(command, env=environ, capture_output=True, text=True, check=False, cwd=tmp_path, timeout=300)
 
 
@@ -254,7 +282,9 @@ def summary(tmp_path: Path, job_id: str) -> dict[str, Any]:
 
 
 def test_renders_only_without_a_kubeconfig(tmp_path: Path) -> None:
-    result = run_playbook(tmp_path, "-e", "launcher_job_id=render1", "-e", "launcher_kubernetes_nodes=3", "-e", "launcher_type=mpiexec")
+    result = run_playbook(
+        tmp_path, "-e", "launcher_job_id=render1", "-e", "launcher_kubernetes_nodes=3", "-e", "launcher_type=mpiexec"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     manifest = yaml.safe_load((tmp_path / "runs/render1/mpijob.yaml").read_text(encoding="utf-8"))
     assert manifest["kind"] == "MPIJob" and manifest["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 3
@@ -281,20 +311,37 @@ def test_a_job_that_succeeds(tmp_path: Path, serve) -> None:
     )
     kubeconfig = serve(operator)
     result = run_playbook(
-        tmp_path, "-e", "launcher_job_id=20261125-100000-torchrun", "-e", "launcher_kubernetes_nodes=3",
-        "-e", f"launcher_kubernetes_kubeconfig={kubeconfig}", "-e", "launcher_kubernetes_poll_interval=1",
+        tmp_path,
+        "-e",
+        "launcher_job_id=20261125-100000-torchrun",
+        "-e",
+        "launcher_kubernetes_nodes=3",
+        "-e",
+        f"launcher_kubernetes_kubeconfig={kubeconfig}",
+        "-e",
+        "launcher_kubernetes_poll_interval=1",
     )
     assert result.returncode == 0, result.stdout + result.stderr
     run = tmp_path / "runs/20261125-100000-torchrun"
     # what reached the API server is the manifest the run keeps
-    assert operator.created["job-20261125-100000-torchrun"] == yaml.safe_load((run / "pytorchjob.yaml").read_text(encoding="utf-8"))
+    assert operator.created["job-20261125-100000-torchrun"] == yaml.safe_load(
+        (run / "pytorchjob.yaml").read_text(encoding="utf-8")
+    )
     found = summary(tmp_path, "20261125-100000-torchrun")
     assert found["status"] == "succeeded" and found["failure_reasons"] == []
     assert found["world_size"] == 3 and found["launcher"] == "torchrun"
-    assert found["node_names"] == ["job-20261125-100000-torchrun-master-0", "job-20261125-100000-torchrun-worker-0", "job-20261125-100000-torchrun-worker-1"]
+    assert found["node_names"] == [
+        "job-20261125-100000-torchrun-master-0",
+        "job-20261125-100000-torchrun-worker-0",
+        "job-20261125-100000-torchrun-worker-1",
+    ]
     assert found["scheduler"]["kind"] == "PyTorchJob" and found["scheduler"]["state"] == "succeeded"
     assert found["phases"]["train"] >= 1.0  # the pretend operator kept it running for 1.5 s
-    assert (run / "nodes/job-20261125-100000-torchrun-master-0/logs/pod.log").read_text(encoding="utf-8").startswith("epoch 1 loss 0.5")
+    assert (
+        (run / "nodes/job-20261125-100000-torchrun-master-0/logs/pod.log")
+        .read_text(encoding="utf-8")
+        .startswith("epoch 1 loss 0.5")
+    )
 
 
 def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve) -> None:
@@ -310,8 +357,15 @@ def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve)
     )
     kubeconfig = serve(operator)
     result = run_playbook(
-        tmp_path, "-e", "launcher_job_id=fail1", "-e", "launcher_kubernetes_nodes=3",
-        "-e", f"launcher_kubernetes_kubeconfig={kubeconfig}", "-e", "launcher_kubernetes_poll_interval=1",
+        tmp_path,
+        "-e",
+        "launcher_job_id=fail1",
+        "-e",
+        "launcher_kubernetes_nodes=3",
+        "-e",
+        f"launcher_kubernetes_kubeconfig={kubeconfig}",
+        "-e",
+        "launcher_kubernetes_poll_interval=1",
     )
     assert result.returncode != 0
     assert "job fail1 failed: pod fail1-worker-1 (worker 1) exited 3" in result.stdout
@@ -327,8 +381,15 @@ def test_a_job_past_its_time_is_deleted_and_reported(tmp_path: Path, serve) -> N
     operator = Operator(run_seconds=0, end=None, pods=[FakePod("master", 0, 0, "", "still going\n")])
     kubeconfig = serve(operator)
     result = run_playbook(
-        tmp_path, "-e", "launcher_job_id=slow1", "-e", f"launcher_kubernetes_kubeconfig={kubeconfig}",
-        "-e", "launcher_timeout=2", "-e", "launcher_kubernetes_poll_interval=1",
+        tmp_path,
+        "-e",
+        "launcher_job_id=slow1",
+        "-e",
+        f"launcher_kubernetes_kubeconfig={kubeconfig}",
+        "-e",
+        "launcher_timeout=2",
+        "-e",
+        "launcher_kubernetes_poll_interval=1",
     )
     assert result.returncode != 0
     found = summary(tmp_path, "slow1")
