@@ -200,11 +200,16 @@ def rule_for(variable: str) -> Rule | None:
 
 
 def merge_options(specs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The options of several roles' argument specs (every entry point) as one name -> spec mapping."""
+    """The options of several roles' argument specs (every entry point) as one name -> spec mapping.
+
+    A role's ``main`` entry point has the last word on an option it shares with another entry point (the
+    launcher's ``kubernetes`` takes fewer launcher types than the playbooks that run ``main``).
+    """
     options: dict[str, dict[str, Any]] = {}
     for document in specs:
-        for entry_point in (document.get("argument_specs") or {}).values():
-            options.update(entry_point.get("options") or {})
+        entry_points = document.get("argument_specs") or {}
+        for name in sorted(entry_points, key=lambda entry: entry == "main"):
+            options.update(entry_points[name].get("options") or {})
     return options
 
 
@@ -294,7 +299,7 @@ def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
     if runtime != "host" or launcher in HOST_RUNTIME_LAUNCHERS:
         return []
     allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
-    return [Problem("launcher_type", f"{launcher!r} needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use {allowed}")]
+    return [Problem("launcher_type", f"{launcher!r} needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use {allowed}")]
 
 
 def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[Problem]:

@@ -93,7 +93,7 @@ BAD_VALUES = [
     case("launcher_timeout", 2.5, "of type float and we were unable to convert to int"),
     case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
     # choices from the argument specs, or a rule for a playbook-level variable
-    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, slurm, got: srun"),
+    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, slurm, got: srun"),
     case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, got: nccl"),
     case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
@@ -409,7 +409,7 @@ def test_a_missing_runs_directory_is_created_later(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ runtime_problems
 
 MPI_NEEDS_IMAGE = Problem(
-    "launcher_type", "'mpirun' needs the training image (its MPI is installed there); on the hosts (cluster_runtime=host) use torchrun or mpiexec or slurm"
+    "launcher_type", "'mpirun' needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use torchrun or mpiexec or slurm"
 )
 
 
@@ -433,7 +433,7 @@ def test_only_torchrun_and_mpiexec_run_on_the_hosts(values: dict[str, str], prob
 # ------------------------------------------------------------------------------------------------ merge_hosts
 
 HOSTS = ["node0", "node1", "node2"]
-BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, slurm, got: srun")
+BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, deepspeed, slurm, got: srun")
 BAD_PORT = Problem("cluster_ssh_port", f"0 is not allowed; {PORT_RANGE}")
 
 
@@ -515,3 +515,16 @@ def test_slurm_node_names_are_plain_host_names() -> None:
 def test_every_slurm_problem_is_reported_together() -> None:
     problems = preflight.scheduler_problems({"cluster_scheduler": "slurm", "launcher_type": "slurm"}, ["10.0.0.1"])
     assert [problem.variable for problem in problems] == ["cluster_scheduler", "inventory_hostname"]
+
+
+def test_a_role_s_main_entry_point_has_the_last_word_on_a_shared_option() -> None:
+    """The launcher's kubernetes entry point takes three launcher types; train.yml runs main, which takes more."""
+    spec = {
+        "argument_specs": {
+            "main": {"options": {"launcher_type": {"choices": ["torchrun", "slurm"]}}},
+            "kubernetes": {"options": {"launcher_type": {"choices": ["torchrun"]}, "launcher_kubernetes_nodes": {}}},
+        }
+    }
+    options = preflight.merge_options([spec])
+    assert options["launcher_type"]["choices"] == ["torchrun", "slurm"]
+    assert "launcher_kubernetes_nodes" in options
