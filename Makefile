@@ -8,8 +8,13 @@ LAUNCHER ?= torchrun
 # Slurm runs the ranks on the hosts (cluster_runtime=host) and needs Slurm on the nodes (cluster_scheduler=slurm).
 RUNTIME ?= $(if $(filter slurm,$(LAUNCHER)),host,container)
 SCHEDULER ?= $(if $(filter slurm,$(LAUNCHER)),slurm,none)
+# Launchers that need an image variant (images/training-<variant>/), built only when asked for.
+VARIANTS ?= $(filter deepspeed,$(LAUNCHER))
+IMAGE_CACHE := $(or $(MULTINODE_CACHE),$(HOME)/.cache/multinode-training)/images
+IMAGE_VARS := $(foreach variant,$(VARIANTS),-e cluster_image=multinode/training-$(variant):latest \
+	-e container_runtime_image_tarball=$(IMAGE_CACHE)/multinode_training-$(variant)_latest.tar)
 
-.PHONY: demo test unit lint sanity molecule venv host images wheels sim train down clean
+.PHONY: demo test unit lint sanity molecule molecule-deepspeed venv host images wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
@@ -27,8 +32,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 host: ## Docker engine running, debootstrap present
 	scripts/host-setup.sh
 
-images: host ## base, sim-node and training images (cached on disk)
-	scripts/images.sh
+images: host ## base, sim-node and training images (cached on disk); VARIANTS=deepspeed adds that variant
+	scripts/images.sh $(VARIANTS)
 
 wheels: venv ## Intel's runtimes from PyPI for the oneapi role's pip method (cached on disk)
 	PYTHON=$(VENV)/bin/python scripts/oneapi-wheels.sh
@@ -38,7 +43,7 @@ sim: venv images ## create the simulated cluster and inventories/sim
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \
-		-e cluster_scheduler=$(SCHEDULER)
+		-e cluster_scheduler=$(SCHEDULER) $(IMAGE_VARS)
 
 unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units
@@ -57,6 +62,10 @@ molecule: venv host images wheels
 	molecule test -s gpu_drivers
 	molecule test -s container_runtime
 	molecule test -s slurm
+
+molecule-deepspeed: venv host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
+	scripts/images.sh deepspeed
+	molecule test -s deepspeed
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
 	$(PLAYBOOK) harness/sim_teardown.yml

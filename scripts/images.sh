@@ -9,6 +9,9 @@
 #   multinode/base:bookworm      debootstrap minbase + openssh-server, python3, sudo, iproute2
 #   multinode/sim-node:bookworm  a bare "server" for the simulated cluster (no Docker engine)
 #   multinode/training:latest    torch 2.13.0 CPU, numpy, scikit-learn, Intel MPI, user dev (1000)
+#
+# Variants, built only when named (scripts/images.sh deepspeed; make images VARIANTS=deepspeed):
+#   multinode/training-deepspeed:latest   the training image plus DeepSpeed 0.19.8 and pdsh
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -93,6 +96,22 @@ build_training() {
   rm -rf "$context"
 }
 
+# A variant's packages come from PyPI into a wheelhouse of its own (host mode ships the main wheelhouse to the nodes:
+# a variant's packages stay out of it), as wheels, except those published only as source archives (DeepSpeed), which
+# its Dockerfile builds against the image's torch. Its requirements pin every package the image lacks (--no-deps).
+build_variant() {
+  local name=$1 hash=$2 variant=${1#multinode/training-} context
+  variant=${variant%%:*}
+  log "wheelhouse: $WHEELS-$variant"
+  "$PYTHON" -m pip download -q --no-deps --prefer-binary -d "$WHEELS-$variant" \
+    -r "$ROOT/images/training-$variant/requirements.txt" >&2
+  context=$(mktemp -d "$CACHE/context.XXXXXX")
+  cp "$ROOT/images/training-$variant"/* "$context/"
+  cp -rl "$WHEELS-$variant" "$context/wheels"
+  build_dir "$name" "$hash" "$context"
+  rm -rf "$context"
+}
+
 base_hash=$(echo "$BASE_PACKAGES $(apt_mirror)" | hash_inputs)
 ensure multinode/base:bookworm "$base_hash" build_base
 
@@ -101,5 +120,11 @@ ensure multinode/sim-node:bookworm "$sim_hash" build_sim_node
 
 training_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/training/*)
 ensure multinode/training:latest "$training_hash" build_training
+
+for variant in "$@"; do
+  [ -d "$ROOT/images/training-$variant" ] || { log "no image variant '$variant' (images/training-<variant>/)"; exit 2; }
+  variant_hash=$(echo "$training_hash" | hash_inputs "$ROOT/images/training-$variant"/*)
+  ensure "multinode/training-$variant:latest" "$variant_hash" build_variant
+done
 
 log "ready: $(cd "$IMAGES" && ls ./*.tar | tr '\n' ' ')"

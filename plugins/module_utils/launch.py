@@ -471,7 +471,8 @@ def _horovodrun(spec: LaunchSpec) -> list[list[str]]:
 # host. --no_local_rank keeps DeepSpeed from appending --local_rank=N to the
 # program (deepspeed/launcher/launch.py). The MPI runners in
 # deepspeed/launcher/multinode_runner.py reject --num_nodes ("does not support
-# limiting num nodes/gpus"), so only pdsh gets it. The pdsh runner exports only a
+# limiting num nodes/gpus"), so only pdsh gets it (and --launcher_args, handed to
+# pdsh). The pdsh runner exports only a
 # few variable prefixes to the nodes, hence ``env K=V ...`` in front of the program,
 # and pdsh hands the command to a remote shell as one string.
 
@@ -488,6 +489,9 @@ def _deepspeed(spec: LaunchSpec) -> list[list[str]]:
         ("--hostfile", spec.hostfile_path),
         ("--ssh_port", str(spec.ssh_port)),
         ("--launcher", spec.deepspeed_launcher),
+        # pdsh -N: no "<host>: " label in front of each line; the rank wrapper's [rank N node] prefix says it.
+        # One word: argparse takes a separate "-N" for an option of its own.
+        ("--launcher_args=-N",) if pdsh else (),
         ("--master_addr", _master_addr(spec)),
         ("--master_port", str(spec.master_port)),
         ("--num_nodes", str(len(spec.hosts))) if pdsh else (),

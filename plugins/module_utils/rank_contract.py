@@ -79,6 +79,9 @@ LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
     # Slurm runs one torchrun agent per node.
     "slurm": _TORCHRUN_SETS,
     "mpiexec": ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    # deepspeed.launcher.launch, each node's agent: torchrun's names for the rank, its own LOCAL_SIZE and CROSS_RANK
+    # for the node's (so LOCAL_WORLD_SIZE and GROUP_RANK come from the wrapper).
+    "deepspeed": ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"),
     "mpirun": (
         "OMPI_COMM_WORLD_RANK",
         "OMPI_COMM_WORLD_SIZE",

@@ -32,6 +32,7 @@ from typing import Any
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 
 _DECODER = json.JSONDecoder()
+COMMAND_NOT_FOUND = 127
 _DIAGNOSTIC_CHARS = 4000  # the tail of a log that explain_ssh_failure() reads
 
 # Ordering of failure reasons: what broke a node first, then what failed on its own (by time),
@@ -253,6 +254,9 @@ def failure_reasons(
         failures.append(_Failure(_TIMEOUT, 0.0, "timed out"))
     if launcher_exit_code is not None and launcher_exit_code < 0:
         failures.append(_Failure(_CONSEQUENCE, float("inf"), "launcher did not end"))
+    elif launcher_exit_code == COMMAND_NOT_FOUND and not records.rank_status:
+        # The shell's code for a command it cannot find: the launcher program is not where the launch script ran.
+        failures.append(_Failure(_FAILED, float("inf"), f"launcher exited 127: is {launcher} installed in cluster_image?"))
     elif launcher_exit_code:
         failures.append(_Failure(_CONSEQUENCE, float("inf"), f"launcher exited {launcher_exit_code}"))
     reasons: list[str] = []

@@ -238,7 +238,7 @@ def test_horovodrun(controller):
 def test_deepspeed_pdsh():
     assert build(spec(launcher="deepspeed")) == [
         shlex.split(
-            "deepspeed --hostfile /job/hostfile --ssh_port 2222 --launcher pdsh"
+            "deepspeed --hostfile /job/hostfile --ssh_port 2222 --launcher pdsh --launcher_args=-N"
             " --master_addr 10.0.0.1 --master_port 29500 --num_nodes 3 --no_python --no_local_rank"
         )
         + ENV_WORDS

@@ -55,6 +55,14 @@ LAUNCHER_ENVS: dict[str, dict[str, str]] = {
         "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
     },
 }
+# deepspeed.launcher.launch (deepspeed/launcher/launch.py): RANK, LOCAL_RANK, WORLD_SIZE, MASTER_* and LOCAL_SIZE.
+LAUNCHER_ENVS["deepspeed"] = {
+    "RANK": "5",
+    "WORLD_SIZE": "8",
+    "LOCAL_RANK": "1",
+    "MASTER_ADDR": "10.9.9.9",
+    "MASTER_PORT": "12345",
+}
 # Under Slurm, each node's Slurm task is a torchrun agent: its ranks get torchrun's variables.
 LAUNCHER_ENVS["slurm"] = LAUNCHER_ENVS["torchrun"]
 TORCHRUN = LAUNCHER_ENVS["torchrun"]

@@ -681,3 +681,14 @@ def test_an_abort_at_interpreter_exit_is_explained_but_still_fails(log_tail: str
     assert summary["status"] == "failed"
     assert summary["failure_reasons"][0].startswith("rank 2 on node3 killed by signal 6 (SIGABRT)")
     assert ("pytorch/pytorch#117762" in summary["failure_reasons"][0]) is explained
+
+
+def test_a_launcher_missing_from_the_image_is_named() -> None:
+    """The shell's 127 before any rank: the launcher program is not in the image the launch script ran in."""
+    summary = summary_of(make_records(absent=(0, 1, 2)), launcher="deepspeed", launcher_exit_code=127)
+    assert summary["failure_reasons"] == ["launcher exited 127: is deepspeed installed in cluster_image?", "no rank started"]
+
+
+def test_127_after_ranks_started_is_only_the_launcher_s_exit() -> None:
+    summary = summary_of(make_records(absent=(2,)), launcher="deepspeed", launcher_exit_code=127)
+    assert "launcher exited 127" in summary["failure_reasons"]
