@@ -277,6 +277,13 @@ def run_playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str
     return subprocess.run(command, env=environ, capture_output=True, text=True, check=False, cwd=tmp_path, timeout=300)
 
 
+def run_on_cluster(tmp_path: Path, kubeconfig: Path, job_id: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The playbook with a kubeconfig: it submits job ``job_id``, reading its state every second."""
+    cluster = [f"launcher_kubernetes_kubeconfig={kubeconfig}", "launcher_kubernetes_poll_interval=1"]
+    words = [word for value in [f"launcher_job_id={job_id}", *cluster, *extra] for word in ("-e", value)]
+    return run_playbook(tmp_path, *words)
+
+
 def summary(tmp_path: Path, job_id: str) -> dict[str, Any]:
     return json.loads((tmp_path / "runs" / job_id / "summary.json").read_text(encoding="utf-8"))
 
@@ -310,17 +317,7 @@ def test_a_job_that_succeeds(tmp_path: Path, serve) -> None:
         ],
     )
     kubeconfig = serve(operator)
-    result = run_playbook(
-        tmp_path,
-        "-e",
-        "launcher_job_id=20261125-100000-torchrun",
-        "-e",
-        "launcher_kubernetes_nodes=3",
-        "-e",
-        f"launcher_kubernetes_kubeconfig={kubeconfig}",
-        "-e",
-        "launcher_kubernetes_poll_interval=1",
-    )
+    result = run_on_cluster(tmp_path, kubeconfig, "20261125-100000-torchrun", "launcher_kubernetes_nodes=3")
     assert result.returncode == 0, result.stdout + result.stderr
     run = tmp_path / "runs/20261125-100000-torchrun"
     # what reached the API server is the manifest the run keeps
@@ -356,17 +353,7 @@ def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve)
         ],
     )
     kubeconfig = serve(operator)
-    result = run_playbook(
-        tmp_path,
-        "-e",
-        "launcher_job_id=fail1",
-        "-e",
-        "launcher_kubernetes_nodes=3",
-        "-e",
-        f"launcher_kubernetes_kubeconfig={kubeconfig}",
-        "-e",
-        "launcher_kubernetes_poll_interval=1",
-    )
+    result = run_on_cluster(tmp_path, kubeconfig, "fail1", "launcher_kubernetes_nodes=3")
     assert result.returncode != 0
     assert "job fail1 failed: pod fail1-worker-1 (worker 1) exited 3" in result.stdout
     found = summary(tmp_path, "fail1")
@@ -380,17 +367,7 @@ def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve)
 def test_a_job_past_its_time_is_deleted_and_reported(tmp_path: Path, serve) -> None:
     operator = Operator(run_seconds=0, end=None, pods=[FakePod("master", 0, 0, "", "still going\n")])
     kubeconfig = serve(operator)
-    result = run_playbook(
-        tmp_path,
-        "-e",
-        "launcher_job_id=slow1",
-        "-e",
-        f"launcher_kubernetes_kubeconfig={kubeconfig}",
-        "-e",
-        "launcher_timeout=2",
-        "-e",
-        "launcher_kubernetes_poll_interval=1",
-    )
+    result = run_on_cluster(tmp_path, kubeconfig, "slow1", "launcher_timeout=2")
     assert result.returncode != 0
     found = summary(tmp_path, "slow1")
     assert found["status"] == "failed" and found["timed_out"] is True
