@@ -32,8 +32,11 @@ def datasets() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The digits (8x8 images, 10 classes) split the same way on every rank, scaled to [0, 1]."""
     images, labels = load_digits(return_X_y=True)
     train_x, test_x, train_y, test_y = train_test_split(images / 16.0, labels, test_size=0.25, random_state=SEED)
-    as_float = lambda array: torch.tensor(array, dtype=torch.float32)  # noqa: E731
-    return as_float(train_x), torch.tensor(train_y), as_float(test_x), torch.tensor(test_y)
+    return _floats(train_x), torch.tensor(train_y), _floats(test_x), torch.tensor(test_y)
+
+
+def _floats(array) -> torch.Tensor:
+    return torch.tensor(array, dtype=torch.float32)
 
 
 def build_model() -> nn.Module:
@@ -63,9 +66,10 @@ def main() -> None:
     torch.manual_seed(SEED)
     train_x, train_y, test_x, test_y = datasets()
     model = build_model()
-    engine, _, _, _ = deepspeed.initialize(
+    # deepspeed.initialize returns (engine, optimizer, dataloader, lr scheduler); the engine does the steps.
+    engine = deepspeed.initialize(
         model=model, model_parameters=model.parameters(), config=ds_config(args.batch_size, args.zero_stage)
-    )
+    )[0]
     shard_x, shard_y = train_x[rank::world], train_y[rank::world]
     loss_fn = nn.CrossEntropyLoss()
 

@@ -198,7 +198,7 @@ def describe(params: Mapping[str, Any]) -> dict[str, Any]:
     try:
         check(KubernetesJob(**job))
     except KubernetesJobError as exc:
-        field, _, problem = str(exc).partition(": ")
+        field, problem = (str(exc).split(": ", 1) + [""])[:2]
         raise KubernetesRunError(
             f"{VARIABLES[field]} ({field}): {problem}" if field in VARIABLES else str(exc)
         ) from None

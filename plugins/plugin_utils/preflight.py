@@ -299,7 +299,8 @@ def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
     if runtime != "host" or launcher in HOST_RUNTIME_LAUNCHERS:
         return []
     allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
-    return [Problem("launcher_type", f"{launcher!r} needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use {allowed}")]
+    message = f"{launcher!r} needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use"
+    return [Problem("launcher_type", f"{message} {allowed}")]
 
 
 def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[Problem]:
