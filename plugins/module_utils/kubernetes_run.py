@@ -34,7 +34,11 @@ from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job 
     KubernetesJobError,
     check,
 )
-from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
+    PLACEHOLDERS,
+    expand_placeholders,
+    placeholders_in,
+)
 from ansible_collections.multinode.training.plugins.module_utils.run_report import describe_signal
 
 API_VERSIONS = {
@@ -140,13 +144,12 @@ def _command(script: str, script_args: Sequence[str], workdir: str, mounts: Mapp
     ``{work_dir}`` the code's directory; a placeholder whose place the job does not have is refused.
     """
     values = {name: mounts.get(name, "") for name in PLACEHOLDERS}
-    for word in script_args:
-        for name in re.findall(r"\{(" + "|".join(PLACEHOLDERS) + r")\}", str(word)):
-            if name != "resume_from" and not values[name]:
-                raise KubernetesRunError(
-                    f"launcher_script_args: {{{name}}} has no value on Kubernetes without "
-                    f"launcher_kubernetes_{'data' if name == 'data_dir' else 'output'}_claim"
-                )
+    for name in placeholders_in([str(word) for word in script_args]):
+        if name != "resume_from" and not values[name]:
+            raise KubernetesRunError(
+                f"launcher_script_args: {{{name}}} has no value on Kubernetes without "
+                f"launcher_kubernetes_{'data' if name == 'data_dir' else 'output'}_claim"
+            )
     program = posixpath.join(workdir, script) if workdir else script
     return ["python3", program, *expand_placeholders([str(word) for word in script_args], values)]
 

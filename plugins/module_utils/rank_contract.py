@@ -141,6 +141,11 @@ class JobPaths:
         }
 
 
+def placeholders_in(words: Sequence[str]) -> list[str]:
+    """The names of the ``{output_dir}``-style placeholders ``words`` hold, in order."""
+    return [match.group(1) for word in words for match in _PLACEHOLDER.finditer(word)]
+
+
 def expand_placeholders(words: Sequence[str], values: Mapping[str, str]) -> list[str]:
     """``words`` with every ``{output_dir}``-style placeholder replaced; other braces stay as they are."""
     return [_PLACEHOLDER.sub(lambda match: values[match.group(1)], word) for word in words]

@@ -21,6 +21,7 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     JOB_VARIABLES,
     LAUNCHER_SETS,
     PLACEHOLDERS,
+    placeholders_in,
     STATUS_FIELDS,
     ContractError,
     JobPaths,
@@ -640,3 +641,11 @@ def test_empty_master_addr_fallback_is_empty(tmp_path: Path) -> None:
     node = NodeDefaults(node="node2", node_index=1, slots=4, master_addr="", master_port=29500)
     _, env = rank_view(make_wrapper(new_job(tmp_path), node=node), MINIMAL)
     assert env["MASTER_ADDR"] == ""
+
+
+def test_placeholders_in_names_each_placeholder_in_order() -> None:
+    assert placeholders_in(["--out={output_dir}/x", "{job_id}{data_dir}", "{foo}", "{ job_id }"]) == [
+        "output_dir",
+        "job_id",
+        "data_dir",
+    ]
