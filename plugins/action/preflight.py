@@ -10,6 +10,7 @@ from typing import Any
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
+from ansible.vars.hostvars import HostVarsVars
 
 from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
@@ -23,8 +24,20 @@ def role_options(loader: Any, roles: Iterable[str]) -> dict[str, dict[str, Any]]
     return preflight.merge_options(plain(loader.load_from_file(str(path))) if path.is_file() else {} for path in paths)
 
 
+def task_variables(task: Any, loader: Any, host: str) -> HostVarsVars:
+    """Every variable ``host`` has at ``task``, templated on access: what the task would see run on that host.
+
+    ``hostvars[host]`` is not enough: it leaves out the play's own ``vars`` (and vars_files), so a job set in the
+    ``vars`` of a playbook that imports train.yml would go unvalidated and unrecorded.
+    """
+    manager = task.get_variable_manager()
+    # The inventory's Host (its groups decide its group vars); the variable manager holds the one inventory.
+    inventory_host = manager._inventory.get_host(host)  # pylint: disable=protected-access
+    return HostVarsVars(manager.get_vars(play=task.get_play(), host=inventory_host, task=task), loader=loader, host=host)
+
+
 def set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[preflight.Problem]]:
-    """The variables of ``names`` this host sets (inventory, group or extra vars), templated. A template that
+    """The variables of ``names`` this host sets (extra, play, inventory or group vars), templated. A template that
     needs a fact gathered later is left to the role; any other template error is a problem."""
     values: dict[str, Any] = {}
     problems = []
@@ -54,7 +67,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         hosts = list(task_vars.get("ansible_play_hosts_all") or [])
         names = (set(options) | set(preflight.NAMED_RULES)) - set(preflight.RECORDED)
-        values = {host: set_values(hostvars[host], names) for host in hosts}
+        values = {host: set_values(task_variables(self._task, self._loader, host), names) for host in hosts}
 
         found: list[tuple[str, preflight.Problem]] = []
         for host, (host_values, template_problems) in values.items():

@@ -57,7 +57,7 @@ options:
     description: The provisioning roles whose variables make up O(inputs) (action plugin only).
     type: list
     elements: str
-    default: [oneapi, host_runtime, container_runtime, gpu_drivers, ssh_mesh, workers]
+    default: [oneapi, host_runtime, container_runtime, gpu_drivers, ssh_mesh, workers, slurm]
   trees:
     description: Directories whose files are watched.
     type: list
@@ -130,7 +130,7 @@ def main() -> None:
             state=dict(type="str", choices=["check", "record"], default="check"),
             inputs=dict(type="str"),
             observed=dict(type="dict"),
-            roles=dict(type="list", elements="str", default=["oneapi", "host_runtime", "container_runtime", "gpu_drivers", "ssh_mesh", "workers"]),
+            roles=dict(type="list", elements="str", default=["oneapi", "host_runtime", "container_runtime", "gpu_drivers", "ssh_mesh", "workers", "slurm"]),
             **node_state.WATCHED_OPTIONS,
         ),
         supports_check_mode=True,
