@@ -8,7 +8,7 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values, task_variables
+from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values, play_variables
 from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import PROVISIONING_ROLES, inputs_hash
 from ansible_collections.multinode.training.plugins.plugin_utils.preflight import RECORDED
@@ -35,7 +35,7 @@ class ActionModule(ActionBase):
         observed = args.pop("observed", None)
         if not args.get("inputs"):
             roles = args.get("roles") or list(PROVISIONING_ROLES)
-            host_vars = task_variables(self._task, self._loader, task_vars["inventory_hostname"])
+            host_vars = play_variables(self._task, self._loader, task_vars["inventory_hostname"])
             args["inputs"] = inputs_hash(self._values(self._loader, roles, host_vars), self._tarball(task_vars))
         if observed and _observes(observed, args):
             found = node_state.differences(observed["record"], args["inputs"], observed["parts"])
@@ -44,7 +44,7 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _values(loader: Any, roles: list[str], host_vars: Any) -> dict[str, Any]:
-        """The provisioning roles' variables and the cluster facts this host has (task_variables), templated."""
+        """The provisioning roles' variables and the cluster facts this host has (play_variables), templated."""
         names = set(role_options(loader, roles)) | set(RECORDED) | {name for name in host_vars if str(name).startswith("cluster_")}
         values, problems = set_values(host_vars, names)
         if problems:

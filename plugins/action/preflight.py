@@ -24,16 +24,20 @@ def role_options(loader: Any, roles: Iterable[str]) -> dict[str, dict[str, Any]]
     return preflight.merge_options(plain(loader.load_from_file(str(path))) if path.is_file() else {} for path in paths)
 
 
-def task_variables(task: Any, loader: Any, host: str) -> HostVarsVars:
-    """Every variable ``host`` has at ``task``, templated on access: what the task would see run on that host.
+def play_variables(task: Any, loader: Any, host: str) -> HostVarsVars:
+    """The variables ``host`` has in ``task``'s play as the user sets them, templated on access: extra vars, the
+    play's vars and vars_files, inventory, facts. Not the play's roles' defaults and vars: they are the collection's
+    code (hashed as such), and some depend on facts set later in the run.
 
-    ``hostvars[host]`` is not enough: it leaves out the play's own ``vars`` (and vars_files), so a job set in the
-    ``vars`` of a playbook that imports train.yml would go unvalidated and unrecorded.
+    ``hostvars[host]`` is not enough: it leaves the play's vars out, so a job given in the ``vars`` of a playbook
+    that imports train.yml would go unvalidated and unrecorded.
     """
     manager = task.get_variable_manager()
+    play = task.get_play().copy()
+    play.roles = []
     # The inventory's Host (its groups decide its group vars); the variable manager holds the one inventory.
     inventory_host = manager._inventory.get_host(host)  # pylint: disable=protected-access
-    return HostVarsVars(manager.get_vars(play=task.get_play(), host=inventory_host, task=task), loader=loader, host=host)
+    return HostVarsVars(manager.get_vars(play=play, host=inventory_host), loader=loader, host=host)
 
 
 def set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[preflight.Problem]]:
@@ -67,7 +71,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         hosts = list(task_vars.get("ansible_play_hosts_all") or [])
         names = (set(options) | set(preflight.NAMED_RULES)) - set(preflight.RECORDED)
-        values = {host: set_values(task_variables(self._task, self._loader, host), names) for host in hosts}
+        values = {host: set_values(play_variables(self._task, self._loader, host), names) for host in hosts}
 
         found: list[tuple[str, preflight.Problem]] = []
         for host, (host_values, template_problems) in values.items():
