@@ -75,7 +75,8 @@ class ActionModule(ActionBase):
 
         found: list[tuple[str, preflight.Problem]] = []
         for host, (host_values, template_problems) in values.items():
-            found += [(host, problem) for problem in template_problems + preflight.value_problems(options, host_values)]
+            own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(host_values)
+            found += [(host, problem) for problem in own]
         launchers = list(task_vars["groups"].get(groups[0], []))
         workers = list(task_vars["groups"].get(groups[1], []))
         entries = self._entries(hostvars, hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))

@@ -12,9 +12,10 @@ flag is written.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
@@ -34,6 +35,13 @@ HOROVOD_CONTROLLERS = ("gloo", "mpi")
 # The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
 # (deepspeed/launcher/constants.py and runner.py in deepspeedai/DeepSpeed; slurm is left out).
 DEEPSPEED_LAUNCHERS = ("pdsh", "openmpi", "mpich", "impi", "mvapich")
+# The launchers started once per node over SSH (the launch script supervises each node's process); every other
+# one starts all ranks itself from the launcher node.
+PER_NODE_LAUNCHERS = ("torchrun", "tensorflow")
+
+# The launchers that run one rank per node whatever the node's topology (launcher_nproc_per_node "auto" means 1).
+ONE_RANK_PER_NODE = ("tensorflow",)
+
 # The hostfile.py dialect the file at LaunchSpec.hostfile_path must be written in.
 # torchrun reads no hostfile; horovodrun gets its hosts from ``-H``.
 HOSTFILE_DIALECT = {"mpiexec": "intelmpi", "mpirun": "openmpi", "ipexrun": "ipexrun", "deepspeed": "deepspeed"}
@@ -110,10 +118,11 @@ def network_env(iface: str, master_addr: str, master_port: int) -> dict[str, str
 def build(spec: LaunchSpec) -> list[list[str]]:
     """The argv(s) to run from the launcher node.
 
-    torchrun returns one argv per host, in host order, each to be run on that
-    host with ``ssh <address>``; ssh joins its arguments with spaces, so pass
-    ``shlex.join(argv)`` as the remote command. Every other launcher returns a
-    single argv that starts all ranks itself.
+    torchrun and tensorflow (PER_NODE_LAUNCHERS) return one argv per host, in
+    host order, each to be run on that host with ``ssh <address>``; ssh joins
+    its arguments with spaces, so pass ``shlex.join(argv)`` as the remote
+    command. Every other launcher returns a single argv that starts all ranks
+    itself.
     """
     builder = _BUILDERS.get(spec.launcher)
     if builder is None:
@@ -174,6 +183,7 @@ def rank_tuning(
     nproc_per_node: int | str = "auto",
     omp_num_threads: int | str = "auto",
     env: Mapping[str, str] | None = None,
+    launcher: str = "",
 ) -> dict[str, Any]:
     """One node's ranks, OpenMP threads and rank environment: topology defaults, then the user's settings.
 
@@ -183,11 +193,17 @@ def rank_tuning(
     threads splits the node's physical cores over that many ranks (at least one
     thread each). ``env`` is laid over the computed environment. Returns
     ``{"slots", "omp_num_threads", "env", "source"}``, where ``source`` names,
-    for each of the three, whether it came from the topology or the user.
+    for each of the three, whether it came from the topology or the user. For a
+    ``launcher`` that runs a fixed number of ranks per node (ONE_RANK_PER_NODE:
+    tensorflow's one worker), ``"auto"`` ranks is that number and the node's
+    cores are split over it (``source`` says ``launcher``).
     """
     if backend not in TRAINING_BACKENDS:
         raise LaunchError(f"unknown backend {backend!r}; expected one of: {', '.join(TRAINING_BACKENDS)}")
     topology = defaults_from_topology(cpu["sockets"], cpu.get("numa_nodes"), cpu["cores_per_socket"], backend)
+    fixed = nproc_per_node == "auto" and launcher in ONE_RANK_PER_NODE
+    if fixed:
+        nproc_per_node = 1
     slots = topology["slots"] if nproc_per_node == "auto" else _at_least_one(nproc_per_node, "nproc_per_node")
     if omp_num_threads != "auto":
         threads = _at_least_one(omp_num_threads, "omp_num_threads")
@@ -200,7 +216,7 @@ def rank_tuning(
         "omp_num_threads": threads,
         "env": {**topology["env"], **(env or {})},
         "source": {
-            "slots": "topology" if nproc_per_node == "auto" else "user",
+            "slots": "launcher" if fixed else "topology" if nproc_per_node == "auto" else "user",
             "omp_num_threads": "topology" if omp_num_threads == "auto" else "user",
             "env": sorted(env or {}),
         },
@@ -500,6 +516,45 @@ def _deepspeed(spec: LaunchSpec) -> list[list[str]]:
     return [["deepspeed"] + flags + (_shell_words(spec, program) if pdsh else program)]
 
 
+# ---------------------------------------------------------------- tensorflow (MultiWorkerMirroredStrategy)
+# tf.distribute reads the cluster from TF_CONFIG (TFConfigClusterResolver,
+# tensorflow/python/distribute/cluster_resolver/tfconfig_cluster_resolver.py):
+# {"cluster": {"worker": ["addr:port", ...]}, "task": {"type": "worker", "index": i}}; worker 0 is the chief.
+# One worker per node, started over SSH as torchrun's agents are: TensorFlow spreads its own thread pools over
+# the node's cores (TF_NUM_INTRAOP_THREADS, read by tensorflow/core/common_runtime/process_util.cc). Each
+# worker's gRPC server listens on the job's master port of its node.
+
+
+def tensorflow_config(hosts: list[HostEntry], port: int, index: int) -> str:
+    """TF_CONFIG of the worker ``index``: every host's ``address:port`` in host order, and its own task."""
+    workers = [f"{host.address}:{port}" for host in hosts]
+    return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}, separators=(",", ":"))
+
+
+def _tensorflow(spec: LaunchSpec) -> list[list[str]]:
+    several = [f"{host.name} ({host.slots})" for host in spec.hosts if host.slots != 1]
+    if several:
+        raise LaunchError(
+            "tensorflow runs one MultiWorkerMirroredStrategy worker per node, which uses the node's cores itself:"
+            f" set launcher_nproc_per_node to 1 or auto, not the ranks per node of {', '.join(several)}"
+        )
+    world = str(len(spec.hosts))
+    argvs = []
+    for index in range(len(spec.hosts)):
+        rank = {
+            "TF_NUM_INTRAOP_THREADS": str(spec.omp_num_threads),
+            "RANK": str(index),
+            "WORLD_SIZE": world,
+            "LOCAL_RANK": "0",
+            "LOCAL_WORLD_SIZE": "1",
+            "GROUP_RANK": str(index),
+            "TF_CONFIG": tensorflow_config(spec.hosts, spec.master_port, index),
+        }
+        # The user's launcher_env still has the last word, as for every launcher.
+        argvs.append(_env_words(replace(spec, env={**rank, **spec.env})) + spec.command)
+    return argvs
+
+
 # ---------------------------------------------------------------- slurm
 # The job goes to Slurm (sbatch, launch_script.py): each node's Slurm task runs the same torchrun agent as
 # launcher "torchrun" would start there over SSH (the same rendezvous on the launcher node).
@@ -511,6 +566,7 @@ _BUILDERS: dict[str, Callable[[LaunchSpec], list[list[str]]]] = {
     "ipexrun": _ipexrun,
     "horovodrun": _horovodrun,
     "deepspeed": _deepspeed,
+    "tensorflow": _tensorflow,
     "slurm": _torchrun,
 }
 LAUNCHERS = tuple(_BUILDERS)

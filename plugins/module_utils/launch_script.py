@@ -12,9 +12,10 @@ node:
    each node's answer is kept in ``logs/ssh-<node>.log``);
 2. copies the paths to stage (the checkpoint to resume from) from the launcher
    node to every other node that lacks them;
-3. starts the launcher: one torchrun agent per node over SSH, supervised so that
-   the first agent to fail stops the others (``agent.pid`` in each node's job
-   directory), or the one MPI launcher, which stops the job itself;
+3. starts the launcher: one agent per node over SSH (torchrun's, or the node's
+   TensorFlow worker), supervised so that the first agent to fail stops the
+   others (``agent.pid`` in each node's job directory), or the one launcher
+   (MPI, DeepSpeed) that starts every rank and stops the job itself;
 4. passes SIGTERM/SIGINT (the job's timeout, or a stop asked for with the
    ``stop`` file in the job directory) on, and exits with the first failure's
    code.
@@ -32,7 +33,7 @@ import shlex
 from typing import Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
-from ansible_collections.multinode.training.plugins.module_utils.launch import LaunchError, LaunchSpec, build
+from ansible_collections.multinode.training.plugins.module_utils.launch import PER_NODE_LAUNCHERS, LaunchError, LaunchSpec, build
 # Node names become log file names, bash array keys and JSON strings in the script.
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import NODE_NAME
 
@@ -69,7 +70,7 @@ def render_launch_script(
     argvs = build(spec)
     names = _node_names(spec)
     ssh = _ssh_words(spec)
-    if spec.launcher == "torchrun":
+    if spec.launcher in PER_NODE_LAUNCHERS:
         body = _per_node_body(spec, argvs, job_dir, work_dir, names, env_script)
     elif spec.launcher == "slurm":
         body = _slurm_body(argvs, job_dir, work_dir, names, spec.job_id)
@@ -173,7 +174,7 @@ def _per_node_body(
     pid_file = shlex.quote(posixpath.join(job_dir, "agent.pid"))
     ssh = _ssh_words(spec)
     lines = [
-        "# One torchrun agent per node over SSH, its pid in that node's job directory, its output in $logs/<node>.log.",
+        f"# One {spec.launcher} agent per node over SSH, its pid in that node's job directory, its output in $logs/<node>.log.",
         "declare -A agents addresses",
     ]
     for host, name, argv in zip(spec.hosts, names, argvs):

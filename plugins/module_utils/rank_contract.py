@@ -78,6 +78,8 @@ LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
     "torchrun": _TORCHRUN_SETS,
     # Slurm runs one torchrun agent per node.
     "slurm": _TORCHRUN_SETS,
+    # One TensorFlow worker per node, given torchrun's variables (and TF_CONFIG) by the launch script.
+    "tensorflow": _TORCHRUN_SETS,
     "mpiexec": ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
     # deepspeed.launcher.launch, each node's agent: torchrun's names for the rank, its own LOCAL_SIZE and CROSS_RANK
     # for the node's (so LOCAL_WORLD_SIZE and GROUP_RANK come from the wrapper).

@@ -12,12 +12,13 @@ description:
   - Builds the launcher command lines for O(launcher) from the hosts and settings and writes them, with the job's
     event logging, as a bash script to run on the launcher node.
   - The script changes to O(work_dir) and appends JSON event lines to C(<job_dir>/logs/launcher.log) (C(launch) at
-    the start, C(ssh_check) per node, C(staged) per node and path, then C(node_exit) per node for C(torchrun) or
-    C(launcher_exit) for every other launcher).
+    the start, C(ssh_check) per node, C(staged) per node and path, then C(node_exit) per node for C(torchrun) and
+    C(tensorflow), or C(launcher_exit) for every other launcher).
   - Before any rank starts it checks, in parallel, that every host accepts the cluster's SSH (each answer in
     C(<job_dir>/logs/ssh-<host name>.log)); if one does not, it exits 255 without starting the job. It then copies
     O(stage_paths) from the launcher node to every other host that lacks them (exit 254 if that fails).
-  - With O(launcher=torchrun) it starts one C(torchrun) agent per host over SSH, in O(work_dir) on that host, its
+  - With O(launcher=torchrun) it starts one C(torchrun) agent per host over SSH (with O(launcher=tensorflow), the
+    host's TensorFlow worker), in O(work_dir) on that host, its
     pid in C(<job_dir>/agent.pid) there and its output in C(<job_dir>/logs/<host name>.log). The first agent to exit
     non-zero, or a SIGTERM/SIGINT to the script (the job's timeout), stops every other agent (and so their ranks);
     the script exits with the first non-zero exit code. Needs bash 5.1 or later (C(wait -n -p)).
@@ -79,7 +80,9 @@ options:
   launcher:
     description:
       - The program that starts the ranks.
-      - V(torchrun) is started once per host over SSH; V(mpiexec) (Intel MPI hydra), V(mpirun) (Open MPI 4.x),
+      - V(torchrun) is started once per host over SSH; V(tensorflow) starts one TensorFlow worker per host over SSH,
+        with C(TF_CONFIG) (every host's C(address:master_port), in host order, and its own index) and torchrun's rank
+        variables, and needs O(hosts[].slots) 1; V(mpiexec) (Intel MPI hydra), V(mpirun) (Open MPI 4.x),
         V(ipexrun), V(horovodrun) and V(deepspeed) start every rank themselves.
       - V(slurm) submits the job with C(sbatch --wait), with the batch script C(slurm.sbatch) in O(job_dir). One
         Slurm task per host (C(srun)), named after O(hosts[].name), runs the host's C(torchrun) agent; the output
@@ -87,7 +90,7 @@ options:
         O(job_dir); a signal to the launch script cancels the job (C(scancel)).
     type: str
     required: true
-    choices: [torchrun, mpiexec, mpirun, ipexrun, horovodrun, deepspeed, slurm]
+    choices: [torchrun, mpiexec, mpirun, ipexrun, horovodrun, deepspeed, tensorflow, slurm]
   hosts:
     description:
       - The hosts, in rank order. The first one runs rank 0 and is the C(MASTER_ADDR) of every rank.
@@ -330,7 +333,8 @@ content:
 argvs:
   description:
     - The launcher command lines in the script, as argv lists.
-    - One per host, in host order, for C(torchrun) (each run on its host over SSH); one for every other launcher.
+    - One per host, in host order, for C(torchrun) and C(tensorflow) (each run on its host over SSH); one for every
+      other launcher.
   returned: always
   type: list
   elements: list

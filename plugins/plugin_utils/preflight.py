@@ -16,7 +16,7 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.multinode.training.plugins.module_utils import slurm
+from ansible_collections.multinode.training.plugins.module_utils import launch, slurm
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME, NODE_NAME
 
 # The roles a training run uses (provision.yml + launch.yml): their inputs are all checked up front, so a
@@ -301,6 +301,17 @@ def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
     allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
     message = f"{launcher!r} needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use"
     return [Problem("launcher_type", f"{message} {allowed}")]
+
+
+def ranks_per_node_problems(values: Mapping[str, Any]) -> list[Problem]:
+    """A launcher that runs one worker per node (launch.ONE_RANK_PER_NODE) asked for more on a host. ``values``
+    are that host's own."""
+    launcher = values.get("launcher_type") or "torchrun"
+    ranks = values.get("launcher_nproc_per_node", "auto")
+    if launcher not in launch.ONE_RANK_PER_NODE or str(ranks).strip() in ("auto", "1"):
+        return []
+    message = f"{ranks!r} is not allowed with launcher_type={launcher}, which runs one worker per node (it uses the node's cores itself); use 1 or auto"
+    return [Problem("launcher_nproc_per_node", message)]
 
 
 def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[Problem]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 
 import pytest
@@ -246,6 +247,40 @@ def test_deepspeed_pdsh():
     ]
 
 
+ONE_PER_HOST = [dataclasses.replace(host, slots=1) for host in HOSTS]
+
+
+def test_tensorflow_one_worker_per_host_with_its_tf_config():
+    argvs = build(spec(launcher="tensorflow", hosts=ONE_PER_HOST))
+    assert len(argvs) == 3
+    workers = ["10.0.0.1:29500", "10.0.0.2:29500", "10.0.0.3:29500"]
+    for index, argv in enumerate(argvs):
+        assert argv[-len(COMMAND) :] == COMMAND
+        env = dict(word.split("=", 1) for word in argv[1 : -len(COMMAND)])
+        assert argv[0] == "env"
+        assert json.loads(env.pop("TF_CONFIG")) == {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        assert env == {
+            **dict(ENV),
+            "TF_NUM_INTRAOP_THREADS": "8",
+            "RANK": str(index),
+            "WORLD_SIZE": "3",
+            "LOCAL_RANK": "0",
+            "LOCAL_WORLD_SIZE": "1",
+            "GROUP_RANK": str(index),
+        }
+
+
+def test_tensorflow_user_env_has_the_last_word():
+    (first, *_) = build(spec(launcher="tensorflow", hosts=ONE_PER_HOST, env={"TF_NUM_INTRAOP_THREADS": "2"}))
+    assert "TF_NUM_INTRAOP_THREADS=2" in first and "TF_NUM_INTRAOP_THREADS=8" not in first
+
+
+def test_tensorflow_refuses_several_ranks_on_a_host():
+    hosts = [*ONE_PER_HOST[:2], dataclasses.replace(HOSTS[2], slots=2)]
+    with pytest.raises(LaunchError, match=r"one MultiWorkerMirroredStrategy worker per node.*node3 \(2\)"):
+        build(spec(launcher="tensorflow", hosts=hosts))
+
+
 def test_deepspeed_mpi_runners_get_no_num_nodes():
     assert build(spec(launcher="deepspeed", deepspeed_launcher="openmpi")) == [
         shlex.split(
@@ -274,16 +309,16 @@ def test_extra_env_overrides_the_computed_values():
 
 
 def test_launchers_and_hostfile_dialects():
-    assert LAUNCHERS == ("torchrun", "mpiexec", "mpirun", "ipexrun", "horovodrun", "deepspeed", "slurm")
+    assert LAUNCHERS == ("torchrun", "mpiexec", "mpirun", "ipexrun", "horovodrun", "deepspeed", "tensorflow", "slurm")
     assert HOSTFILE_DIALECT == {
         "mpiexec": "intelmpi",
         "mpirun": "openmpi",
         "ipexrun": "ipexrun",
         "deepspeed": "deepspeed",
     }
-    # torchrun and horovodrun read no hostfile: the one written for reference is Intel MPI's.
+    # torchrun, horovodrun and tensorflow read no hostfile: the one written for reference is Intel MPI's.
     assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == [
-        "intelmpi", "intelmpi", "openmpi", "ipexrun", "intelmpi", "deepspeed", "intelmpi",
+        "intelmpi", "intelmpi", "openmpi", "ipexrun", "intelmpi", "deepspeed", "intelmpi", "intelmpi",
     ]
 
 
@@ -453,6 +488,13 @@ def test_rank_tuning_explicit_ranks_split_the_physical_cores():
     tuning = rank_tuning(XEON_2S, "ccl", nproc_per_node=4)
     assert (tuning["slots"], tuning["omp_num_threads"]) == (4, 7)
     assert tuning["source"]["slots"] == "user"
+
+
+def test_rank_tuning_one_worker_per_node_launcher_gets_all_cores():
+    tuning = rank_tuning(XEON_2S, "gloo", launcher="tensorflow")
+    assert (tuning["slots"], tuning["omp_num_threads"], tuning["source"]["slots"]) == (1, 32, "launcher")
+    # an explicit count stays the user's (the preflight refuses one other than 1 for tensorflow)
+    assert rank_tuning(XEON_2S, "gloo", nproc_per_node=1, launcher="tensorflow")["source"]["slots"] == "user"
 
 
 def test_rank_tuning_oversubscribed_node_keeps_one_thread_per_rank():

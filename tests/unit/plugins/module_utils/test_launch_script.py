@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry
-from ansible_collections.multinode.training.plugins.module_utils.launch import LAUNCHERS, LaunchError, LaunchSpec, build
+from ansible_collections.multinode.training.plugins.module_utils.launch import (
+    LAUNCHERS,
+    ONE_RANK_PER_NODE,
+    LaunchError,
+    LaunchSpec,
+    build,
+)
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
 from ansible_collections.multinode.training.plugins.module_utils.run_report import parse_events
 
@@ -64,6 +70,9 @@ def spec(**changes) -> LaunchSpec:
     return dataclasses.replace(SPEC, **changes)
 
 
+ONE_PER_HOST = [dataclasses.replace(host, slots=1) for host in HOSTS]
+
+
 def render(**changes) -> str:
     return render_launch_script(spec(**changes), **DIRS)
 
@@ -84,7 +93,8 @@ def test_mpirun_writes_its_own_log_and_launcher_exit():
 
 @pytest.mark.parametrize(
     "changes",
-    [{"launcher": launcher} for launcher in LAUNCHERS]
+    [{"launcher": launcher} for launcher in LAUNCHERS if launcher not in ONE_RANK_PER_NODE]
+    + [{"launcher": launcher, "hosts": ONE_PER_HOST} for launcher in ONE_RANK_PER_NODE]
     + [{"rdzv": "static"}, {"launcher": "ipexrun", "ipex_version": "2.0"}, {"command": ["echo", "a b", "it's"]}],
 )
 def test_every_script_is_valid_bash(changes):

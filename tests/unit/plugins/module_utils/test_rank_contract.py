@@ -66,6 +66,8 @@ LAUNCHER_ENVS["deepspeed"] = {
 }
 # Under Slurm, each node's Slurm task is a torchrun agent: its ranks get torchrun's variables.
 LAUNCHER_ENVS["slurm"] = LAUNCHER_ENVS["torchrun"]
+# tensorflow: the launch script gives each node's one worker torchrun's variables itself (launch._tensorflow).
+LAUNCHER_ENVS["tensorflow"] = {**LAUNCHER_ENVS["torchrun"], "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
 TORCHRUN = LAUNCHER_ENVS["torchrun"]
 MINIMAL = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}  # what every launcher gives, one way or another
 RANK = 5

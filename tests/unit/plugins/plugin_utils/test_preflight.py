@@ -93,7 +93,7 @@ BAD_VALUES = [
     case("launcher_timeout", 2.5, "of type float and we were unable to convert to int"),
     case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
     # choices from the argument specs, or a rule for a playbook-level variable
-    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, slurm, got: srun"),
+    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, tensorflow, slurm, got: srun"),
     case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, got: nccl"),
     case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
@@ -430,10 +430,34 @@ def test_only_torchrun_and_mpiexec_run_on_the_hosts(values: dict[str, str], prob
     assert preflight.runtime_problems(values) == problems
 
 
+# ------------------------------------------------------------------------------------------------ ranks_per_node_problems
+
+ONE_WORKER = Problem(
+    "launcher_nproc_per_node",
+    "2 is not allowed with launcher_type=tensorflow, which runs one worker per node (it uses the node's cores itself); use 1 or auto",
+)
+
+
+@pytest.mark.parametrize(
+    ("values", "problems"),
+    [
+        ({"launcher_type": "tensorflow"}, []),
+        ({"launcher_type": "tensorflow", "launcher_nproc_per_node": "auto"}, []),
+        ({"launcher_type": "tensorflow", "launcher_nproc_per_node": 1}, []),
+        ({"launcher_type": "tensorflow", "launcher_nproc_per_node": "1"}, []),
+        ({"launcher_type": "tensorflow", "launcher_nproc_per_node": 2}, [ONE_WORKER]),
+        ({"launcher_type": "torchrun", "launcher_nproc_per_node": 2}, []),
+        ({"launcher_nproc_per_node": 4}, []),
+    ],
+)
+def test_a_one_worker_per_node_launcher_refuses_more(values: dict[str, object], problems: list[Problem]) -> None:
+    assert preflight.ranks_per_node_problems(values) == problems
+
+
 # ------------------------------------------------------------------------------------------------ merge_hosts
 
 HOSTS = ["node0", "node1", "node2"]
-BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, deepspeed, slurm, got: srun")
+BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, deepspeed, tensorflow, slurm, got: srun")
 BAD_PORT = Problem("cluster_ssh_port", f"0 is not allowed; {PORT_RANGE}")
 
 
