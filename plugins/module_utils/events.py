@@ -15,7 +15,7 @@ from __future__ import annotations
 LAUNCH = "launch"  # the launch script started: {"launcher"}
 SSH_CHECK = "ssh_check"  # one per node, before any rank starts: {"node", "code"}
 STAGED = "staged"  # the resume checkpoint reached a node: {"node", "code"}
-NODE_EXIT = "node_exit"  # a torchrun agent ended: {"node", "code", "after_abort"}
+NODE_EXIT = "node_exit"  # a node's agent (torchrun's, a TensorFlow worker) ended: {"node", "agent", "code", "after_abort"}
 ABORT = "abort"  # the launch script stops the job: {"reason"}
 LAUNCHER_EXIT = "launcher_exit"  # the launcher (or the launch script's own check) ended: {"code"}
 CANCEL = "cancel"  # a stop was asked for (<job_dir>/stop appeared): the job is stopped, its status is cancelled

@@ -35,9 +35,9 @@ HOROVOD_CONTROLLERS = ("gloo", "mpi")
 # The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
 # (deepspeed/launcher/constants.py and runner.py in deepspeedai/DeepSpeed; slurm is left out).
 DEEPSPEED_LAUNCHERS = ("pdsh", "openmpi", "mpich", "impi", "mvapich")
-# The launchers started once per node over SSH (the launch script supervises each node's process); every other
-# one starts all ranks itself from the launcher node.
-PER_NODE_LAUNCHERS = ("torchrun", "tensorflow")
+# The launchers started once per node over SSH (the launch script supervises each node's process), and what that
+# process is called in the job's events; every other one starts all ranks itself from the launcher node.
+NODE_AGENTS: Mapping[str, str] = {"torchrun": "torchrun agent", "tensorflow": "TensorFlow worker"}
 
 # The launchers that run one rank per node whatever the node's topology (launcher_nproc_per_node "auto" means 1).
 ONE_RANK_PER_NODE = ("tensorflow",)
@@ -118,7 +118,7 @@ def network_env(iface: str, master_addr: str, master_port: int) -> dict[str, str
 def build(spec: LaunchSpec) -> list[list[str]]:
     """The argv(s) to run from the launcher node.
 
-    torchrun and tensorflow (PER_NODE_LAUNCHERS) return one argv per host, in
+    torchrun and tensorflow (NODE_AGENTS) return one argv per host, in
     host order, each to be run on that host with ``ssh <address>``; ssh joins
     its arguments with spaces, so pass ``shlex.join(argv)`` as the remote
     command. Every other launcher returns a single argv that starts all ranks

@@ -33,7 +33,7 @@ import shlex
 from typing import Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
-from ansible_collections.multinode.training.plugins.module_utils.launch import PER_NODE_LAUNCHERS, LaunchError, LaunchSpec, build
+from ansible_collections.multinode.training.plugins.module_utils.launch import NODE_AGENTS, LaunchError, LaunchSpec, build
 # Node names become log file names, bash array keys and JSON strings in the script.
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import NODE_NAME
 
@@ -70,7 +70,7 @@ def render_launch_script(
     argvs = build(spec)
     names = _node_names(spec)
     ssh = _ssh_words(spec)
-    if spec.launcher in PER_NODE_LAUNCHERS:
+    if spec.launcher in NODE_AGENTS:
         body = _per_node_body(spec, argvs, job_dir, work_dir, names, env_script)
     elif spec.launcher == "slurm":
         body = _slurm_body(argvs, job_dir, work_dir, names, spec.job_id)
@@ -209,7 +209,7 @@ def _per_node_body(
         '  [ -n "${finished:-}" ] || continue  # a trapped signal interrupts wait and unsets it',
         '  node=${agents[$finished]}',
         '  unset "agents[$finished]"',
-        "  " + _event(events.NODE_EXIT, r', \"node\": \"$node\", \"code\": $code, \"after_abort\": $aborted'),
+        "  " + _event(events.NODE_EXIT, _node_exit_fields(NODE_AGENTS[spec.launcher])),
         '  if [ "$code" -ne 0 ]; then',
         '    [ "$status" -ne 0 ] || status=$code',
         '    abort "node $node exited $code"',
@@ -219,6 +219,11 @@ def _per_node_body(
         _event(events.LAUNCHER_EXIT, _CODE_FIELD.replace("$code", "$status")),
         'exit "$status"',
     ]
+
+
+def _node_exit_fields(agent: str) -> str:
+    """The node_exit event's fields: the node, what ran there (``agent``), its exit code, whether after an abort."""
+    return r', \"node\": \"$node\", \"agent\": \"' + agent + r'\", \"code\": $code, \"after_abort\": $aborted'
 
 
 def _single_launcher_body(spec: LaunchSpec, argv: list[str]) -> list[str]:

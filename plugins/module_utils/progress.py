@@ -196,7 +196,7 @@ def describe(record: Mapping[str, Any]) -> str | None:
     if kind == "ended":
         return f"rank {record['rank']} ({record['node']}) exited {record['code']}"
     if kind == events.NODE_EXIT:
-        return f"node {record.get('node')}: torchrun agent exited {record.get('code')}"
+        return f"node {record.get('node')}: {record.get('agent') or 'torchrun agent'} exited {record.get('code')}"
     if kind == events.ABORT:
         return f"stopping every rank: {record.get('reason')}"
     if kind == events.CANCEL:

@@ -201,14 +201,14 @@ def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
         elif kind == kinds.STAGED and code:
             failures.append(_Failure(_NODE_DOWN, when, f"{node}: the checkpoint to resume from could not be copied there"))
         elif kind == kinds.NODE_EXIT and code and event.get("after_abort"):
-            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {launcher} agent stopped after the failure"))
+            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {event.get('agent') or launcher + ' agent'} stopped after the failure"))
         elif kind == kinds.NODE_EXIT and code == 255:
             # ssh's own failure: the connection to the node broke (its ranks' records say no more).
             reason = explain_ssh_failure(records.agent_logs.get(str(node), ""), int(code))
             failures.append(_Failure(_FAILED, when, f"{node}: {reason}"))
         elif kind == kinds.NODE_EXIT and code:
             # The agent ends non-zero after a rank of its node failed; that rank is the reason.
-            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {launcher} agent exited {code}"))
+            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {event.get('agent') or launcher + ' agent'} exited {code}"))
     return failures
 
 

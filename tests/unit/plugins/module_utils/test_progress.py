@@ -304,6 +304,10 @@ def test_the_launch_scripts_log_is_read_first(tmp_path: Path, node: str) -> None
         ({"kind": "epoch", "rank": 0, "node": "node1", "epoch": 4, "loss": None, "samples_per_s": 50}, "rank 0 (node1) epoch 4: 50.0 samples/s"),
         ({"kind": "epoch", "rank": 0, "node": "node1", "epoch": 5, "loss": None, "samples_per_s": None}, "rank 0 (node1) epoch 5"),
         ({"kind": "node_exit", "node": "node2", "code": 0, "after_abort": False}, "node node2: torchrun agent exited 0"),
+        (
+            {"kind": "node_exit", "node": "node2", "agent": "TensorFlow worker", "code": 3, "after_abort": False},
+            "node node2: TensorFlow worker exited 3",
+        ),
         ({"kind": "abort", "reason": "node node2 exited 1"}, "stopping every rank: node node2 exited 1"),
         ({"kind": "cancel"}, "cancel asked for: stopping every rank"),
         ({"kind": "launcher_exit", "code": 143}, "launcher exited 143"),
