@@ -9,12 +9,14 @@ LAUNCHER ?= torchrun
 RUNTIME ?= $(if $(filter slurm,$(LAUNCHER)),host,container)
 SCHEDULER ?= $(if $(filter slurm,$(LAUNCHER)),slurm,none)
 # Launchers that need an image variant (images/training-<variant>/), built only when asked for.
-VARIANTS ?= $(filter deepspeed,$(LAUNCHER))
+VARIANTS ?= $(filter deepspeed tensorflow,$(LAUNCHER))
+# The training code: the collection's PyTorch example, or for TensorFlow its Keras example.
+WORKLOAD ?= $(if $(filter tensorflow,$(LAUNCHER)),$(CURDIR)/examples/tensorflow_mnist)
 IMAGE_CACHE := $(or $(MULTINODE_CACHE),$(HOME)/.cache/multinode-training)/images
 IMAGE_VARS := $(foreach variant,$(VARIANTS),-e cluster_image=multinode/training-$(variant):latest \
 	-e container_runtime_image_tarball=$(IMAGE_CACHE)/multinode_training-$(variant)_latest.tar)
 
-.PHONY: demo test unit lint sanity molecule molecule-deepspeed venv host images wheels sim train down clean
+.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow venv host images wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
@@ -43,7 +45,7 @@ sim: venv images ## create the simulated cluster and inventories/sim
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \
-		-e cluster_scheduler=$(SCHEDULER) $(IMAGE_VARS)
+		-e cluster_scheduler=$(SCHEDULER) $(IMAGE_VARS) $(if $(WORKLOAD),-e workload_src=$(WORKLOAD))
 
 unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units
@@ -66,6 +68,10 @@ molecule: venv host images wheels
 molecule-deepspeed: venv host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed
 	molecule test -s deepspeed
+
+molecule-tensorflow: venv host ## opt-in: Keras digits with MultiWorkerMirroredStrategy across 3 sim nodes (TensorFlow variant)
+	scripts/images.sh tensorflow
+	molecule test -s tensorflow
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
 	$(PLAYBOOK) harness/sim_teardown.yml
