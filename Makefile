@@ -9,14 +9,14 @@ LAUNCHER ?= torchrun
 RUNTIME ?= $(if $(filter slurm,$(LAUNCHER)),host,container)
 SCHEDULER ?= $(if $(filter slurm,$(LAUNCHER)),slurm,none)
 # Launchers that need an image variant (images/training-<variant>/), built only when asked for.
-VARIANTS ?= $(filter deepspeed tensorflow,$(LAUNCHER))
+VARIANTS ?= $(filter deepspeed tensorflow,$(LAUNCHER)) $(if $(filter horovodrun,$(LAUNCHER)),horovod)
 # The training code: the collection's PyTorch example, or for TensorFlow its Keras example.
 WORKLOAD ?= $(if $(filter tensorflow,$(LAUNCHER)),$(CURDIR)/examples/tensorflow_mnist)
 IMAGE_CACHE := $(or $(MULTINODE_CACHE),$(HOME)/.cache/multinode-training)/images
 IMAGE_VARS := $(foreach variant,$(VARIANTS),-e cluster_image=multinode/training-$(variant):latest \
 	-e container_runtime_image_tarball=$(IMAGE_CACHE)/multinode_training-$(variant)_latest.tar)
 
-.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow venv host images wheels sim train down clean
+.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod venv host images wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
@@ -72,6 +72,10 @@ molecule-deepspeed: venv host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in 
 molecule-tensorflow: venv host ## opt-in: Keras digits with MultiWorkerMirroredStrategy across 3 sim nodes (TensorFlow variant)
 	scripts/images.sh tensorflow
 	molecule test -s tensorflow
+
+molecule-horovod: venv host ## opt-in: Horovod (horovodrun, Gloo) across 3 sim nodes in the Horovod variant (builds 19 min)
+	scripts/images.sh horovod
+	molecule test -s horovod
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
 	$(PLAYBOOK) harness/sim_teardown.yml

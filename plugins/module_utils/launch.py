@@ -42,9 +42,15 @@ NODE_AGENTS: Mapping[str, str] = {"torchrun": "torchrun agent", "tensorflow": "T
 # The launchers that run one rank per node whatever the node's topology (launcher_nproc_per_node "auto" means 1).
 ONE_RANK_PER_NODE = ("tensorflow",)
 
-# The hostfile.py dialect the file at LaunchSpec.hostfile_path must be written in.
-# torchrun reads no hostfile; horovodrun gets its hosts from ``-H``.
-HOSTFILE_DIALECT = {"mpiexec": "intelmpi", "mpirun": "openmpi", "ipexrun": "ipexrun", "deepspeed": "deepspeed"}
+# The hostfile.py dialect the file at LaunchSpec.hostfile_path must be written in. torchrun and tensorflow read no
+# hostfile; horovodrun gets its hosts from ``-H``, and the one kept is what its ``--hostfile`` would read.
+HOSTFILE_DIALECT = {
+    "mpiexec": "intelmpi",
+    "mpirun": "openmpi",
+    "ipexrun": "ipexrun",
+    "horovodrun": "horovod",
+    "deepspeed": "deepspeed",
+}
 
 
 def hostfile_dialect(launcher: str) -> str:

@@ -40,25 +40,26 @@ class ContractVariable:
 
 
 # Open MPI's OMPI_COMM_WORLD_* come before PMI_*: Open MPI with PMIx may set PMI_RANK too.
-# Intel MPI and MPICH (hydra) set PMI_RANK, PMI_SIZE, MPI_LOCALRANKID and MPI_LOCALNRANKS.
+# Intel MPI and MPICH (hydra) set PMI_RANK, PMI_SIZE, MPI_LOCALRANKID and MPI_LOCALNRANKS. horovodrun's Gloo
+# controller sets HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE and _CROSS_RANK (horovod/runner/gloo_run.py).
 CONTRACT: tuple[ContractVariable, ...] = (
-    ContractVariable("RANK", ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"), None, "global rank, 0 .. WORLD_SIZE-1"),
+    ContractVariable("RANK", ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "HOROVOD_RANK"), None, "global rank, 0 .. WORLD_SIZE-1"),
     ContractVariable(
-        "WORLD_SIZE", ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"), None, "number of ranks in the job"
+        "WORLD_SIZE", ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "HOROVOD_SIZE"), None, "number of ranks in the job"
     ),
     ContractVariable(
         "LOCAL_RANK",
-        ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"),
+        ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "HOROVOD_LOCAL_RANK"),
         None,
         "rank among the ranks of this node",
     ),
     ContractVariable(
         "LOCAL_WORLD_SIZE",
-        ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"),
+        ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "HOROVOD_LOCAL_SIZE"),
         "slots",
         "number of ranks on this node",
     ),
-    ContractVariable("GROUP_RANK", ("GROUP_RANK",), "node_index", "index of this node in the job (node rank)"),
+    ContractVariable("GROUP_RANK", ("GROUP_RANK", "HOROVOD_CROSS_RANK"), "node_index", "index of this node in the job (node rank)"),
     ContractVariable("MASTER_ADDR", ("MASTER_ADDR",), "master_addr", "address of rank 0's node"),
     ContractVariable("MASTER_PORT", ("MASTER_PORT",), "master_port", "port of rank 0's rendezvous"),
 )
@@ -78,6 +79,7 @@ LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
     "torchrun": _TORCHRUN_SETS,
     # Slurm runs one torchrun agent per node.
     "slurm": _TORCHRUN_SETS,
+    "horovodrun": ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK"),
     # One TensorFlow worker per node, given torchrun's variables (and TF_CONFIG) by the launch script.
     "tensorflow": _TORCHRUN_SETS,
     "mpiexec": ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),

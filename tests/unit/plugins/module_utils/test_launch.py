@@ -314,11 +314,12 @@ def test_launchers_and_hostfile_dialects():
         "mpiexec": "intelmpi",
         "mpirun": "openmpi",
         "ipexrun": "ipexrun",
+        "horovodrun": "horovod",
         "deepspeed": "deepspeed",
     }
-    # torchrun, horovodrun and tensorflow read no hostfile: the one written for reference is Intel MPI's.
+    # torchrun and tensorflow read no hostfile: the one written for reference is Intel MPI's.
     assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == [
-        "intelmpi", "intelmpi", "openmpi", "ipexrun", "intelmpi", "deepspeed", "intelmpi", "intelmpi",
+        "intelmpi", "intelmpi", "openmpi", "ipexrun", "horovod", "deepspeed", "intelmpi", "intelmpi",
     ]
 
 

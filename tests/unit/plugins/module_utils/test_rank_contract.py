@@ -66,6 +66,14 @@ LAUNCHER_ENVS["deepspeed"] = {
 }
 # Under Slurm, each node's Slurm task is a torchrun agent: its ranks get torchrun's variables.
 LAUNCHER_ENVS["slurm"] = LAUNCHER_ENVS["torchrun"]
+# horovodrun's Gloo controller (horovod/runner/gloo_run.py, create_run_env_vars): node 2 of the job.
+LAUNCHER_ENVS["horovodrun"] = {
+    "HOROVOD_RANK": "5",
+    "HOROVOD_SIZE": "8",
+    "HOROVOD_LOCAL_RANK": "1",
+    "HOROVOD_LOCAL_SIZE": "2",
+    "HOROVOD_CROSS_RANK": "2",
+}
 # tensorflow: the launch script gives each node's one worker torchrun's variables itself (launch._tensorflow).
 LAUNCHER_ENVS["tensorflow"] = {**LAUNCHER_ENVS["torchrun"], "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
 TORCHRUN = LAUNCHER_ENVS["torchrun"]
@@ -332,6 +340,7 @@ def test_valid_node_names(tmp_path: Path, name: str) -> None:
         pytest.param(TORCHRUN, standard("2", "2", "10.9.9.9", "12345"), id="torchrun-sets-everything"),
         pytest.param(LAUNCHER_ENVS["mpiexec"], standard("2"), id="intel-mpi"),
         pytest.param(LAUNCHER_ENVS["mpirun"], standard("2"), id="open-mpi"),
+        pytest.param(LAUNCHER_ENVS["horovodrun"], standard("2", group_rank="2"), id="horovod-gloo"),
         pytest.param(MINIMAL, standard(str(NODE.slots)), id="local-world-size-from-slots"),
         pytest.param(
             {**LAUNCHER_ENVS["mpirun"], "PMI_RANK": "0", "PMI_SIZE": "1", "MPI_LOCALNRANKS": "7"},
@@ -382,11 +391,11 @@ def test_work_dir_with_spaces(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("launcher_env", "missing"),
     [
-        ({}, "RANK (tried RANK OMPI_COMM_WORLD_RANK PMI_RANK)"),
-        ({"RANK": "0", "LOCAL_RANK": "0"}, "WORLD_SIZE (tried WORLD_SIZE OMPI_COMM_WORLD_SIZE PMI_SIZE)"),
+        ({}, "RANK (tried RANK OMPI_COMM_WORLD_RANK PMI_RANK HOROVOD_RANK)"),
+        ({"RANK": "0", "LOCAL_RANK": "0"}, "WORLD_SIZE (tried WORLD_SIZE OMPI_COMM_WORLD_SIZE PMI_SIZE HOROVOD_SIZE)"),
         (
             {"PMI_RANK": "0", "PMI_SIZE": "2"},
-            "LOCAL_RANK (tried LOCAL_RANK OMPI_COMM_WORLD_LOCAL_RANK MPI_LOCALRANKID)",
+            "LOCAL_RANK (tried LOCAL_RANK OMPI_COMM_WORLD_LOCAL_RANK MPI_LOCALRANKID HOROVOD_LOCAL_RANK)",
         ),
     ],
 )
