@@ -10,6 +10,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.multinode.training.plugins.module_utils import cluster, launch
+from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 
 
 def hostfile_entries(
@@ -38,6 +39,11 @@ def cluster_contract(inputs: Mapping[str, Any]) -> dict[str, Any]:
     return cluster.build(inputs).as_fact()
 
 
+def device_problems(dri_devices: Mapping[str, Any], backend: str) -> list[str]:
+    """The preflight's problems with the nodes' devices for the job's backend, as the messages it prints."""
+    return [str(problem) for problem in preflight.device_problems(str(backend), dri_devices)]
+
+
 def _filter_errors(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` with its LaunchError or ContractError turned into the AnsibleFilterError a template reports."""
 
@@ -59,4 +65,5 @@ class FilterModule:
             "cluster_node": cluster.node,
             "rank_tuning": _filter_errors(launch.rank_tuning),
             "interface_env": launch.interface_env,
+            "device_problems": device_problems,
         }

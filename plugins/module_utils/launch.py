@@ -28,9 +28,49 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME
 
 RDZV_BACKENDS = ("c10d", "static")
-# Collective backends rank_tuning() knows; only ccl reserves cores (for oneCCL's workers).
-TRAINING_BACKENDS = ("gloo", "ccl", "mpi")
+# Collective backends rank_tuning() knows; only ccl reserves cores (for oneCCL's workers). xccl is PyTorch's own
+# backend for Intel GPUs (XPU builds, 2.8 and later), on oneCCL: it gets XCCL_ENV below, and each rank its local
+# place for oneCCL from rank.sh (rank_contract.BACKEND_RANK_VARIABLES).
+TRAINING_BACKENDS = ("gloo", "ccl", "mpi", "xccl")
 CCL_WORKER_COUNT = 1  # cores per rank reserved for oneCCL workers by defaults_from_topology()
+
+# The node-wide environment of the xccl backend, the same whatever the launcher:
+# - CCL_PROCESS_LAUNCHER=none: oneCCL then takes each rank's place on its node from CCL_LOCAL_RANK and
+#   CCL_LOCAL_SIZE (oneCCL doc/rst/source/env-variables.rst; src/common/global/global.cpp), which rank.sh exports.
+#   Its default, hydra, reads MPI_LOCALRANKID/MPI_LOCALNRANKS, which only Intel MPI sets; otherwise oneCCL "could
+#   not get local_idx/count from environment variables" (huggingface/accelerate#2340, fixed the same way by #2339).
+#   PyTorch's ProcessGroupXCCL constructor sets the same three itself only when no MPI launcher variable is present
+#   (with_mpirun() in torch/csrc/distributed/c10d/ProcessGroupXCCL.hpp), so not under Open MPI, which sets
+#   PMIX_RANK. PMI_RANK/PMI_SIZE are deliberately not copied from RANK/WORLD_SIZE for torchrun (the workaround
+#   scripts in pytorch/pytorch#158722 do): they make with_mpirun() true, and oneCCL then looks for hydra's variables.
+# - CCL_ATL_TRANSPORT=ofi, FI_PROVIDER=tcp: oneCCL's transport between ranks, libfabric over TCP, whatever the
+#   launcher. oneCCL picks MPI when it finds an MPI launcher's variables and OFI otherwise (src/common/env/
+#   env_parser.cpp); the tcp provider is the one FI_TCP_IFACE (interface_env) pins to the cluster interface, where
+#   libfabric would otherwise pick a provider of its own choosing. A fabric with RDMA sets FI_PROVIDER in launcher_env.
+# - ZE_FLAT_DEVICE_HIERARCHY=FLAT: Level Zero lists every tile as a device of its own (Level Zero specification,
+#   "Device Hierarchy"; its default is COMPOSITE, the driver's may differ), so rank LOCAL_RANK uses xpu:LOCAL_RANK
+#   on multi-tile GPUs as on single-tile ones. ZE_AFFINITY_MASK is not set: a per-rank mask would leave each rank
+#   one device, numbered xpu:0, and scripts select xpu:LOCAL_RANK.
+# - CCL_SEND=direct, CCL_RECV=direct: Send/Recv (and gather, scatter, grouped collectives) can hang on xccl in
+#   PyTorch 2.8 with oneAPI Deep Learning Essentials 2025.1 (pytorch/pytorch#156782, fixed in 2.9). direct goes
+#   through the transport layer instead of Xe Link (oneCCL env-variables.rst, CCL_SEND/CCL_RECV); on 2.9 and later,
+#   launcher_env CCL_SEND=topo and CCL_RECV=topo restore the default.
+# CCL_ZE_IPC_EXCHANGE is not set: oneCCL honours sockets only where pidfd_getfd works, and where it does not (Docker's
+# default seccomp profile) falls back to drmfd whatever the variable says (ccl_comm::init_ipc_exchange_mode in
+# src/comm/comm.cpp; uxlfoundation/oneCCL#213).
+XCCL_ENV: Mapping[str, str] = {
+    "CCL_PROCESS_LAUNCHER": "none",
+    "CCL_ATL_TRANSPORT": "ofi",
+    "FI_PROVIDER": "tcp",
+    "ZE_FLAT_DEVICE_HIERARCHY": "FLAT",
+    "CCL_SEND": "direct",
+    "CCL_RECV": "direct",
+}
+# What the launch_script module warns of when it is asked for ipexrun (and the preflight says of launcher_type=ipexrun).
+IPEXRUN_LEGACY = (
+    "ipexrun is legacy: Intel Extension for PyTorch stopped after 2.8 and torch-ccl (backend ccl) is end of life;"
+    " on PyTorch XPU builds (2.8 and later) run torchrun or mpiexec with launcher_backend=xccl"
+)
 HOROVOD_CONTROLLERS = ("gloo", "mpi")
 # The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
 # (deepspeed/launcher/constants.py and runner.py in deepspeedai/DeepSpeed; slurm is left out).
@@ -155,7 +195,9 @@ def defaults_from_topology(
     each rank reserved for oneCCL's workers. ``CCL_WORKER_AFFINITY=auto`` pins
     them to the last cores of the rank's pin domain (oneCCL Developer Guide,
     "Execution of Communication Operations"), leaving the first ones to the
-    compact OpenMP threads. KMP_* only affect Intel OpenMP (libiomp5).
+    compact OpenMP threads. KMP_* only affect Intel OpenMP (libiomp5). The
+    xccl backend adds XCCL_ENV and reserves no core: its collectives run on
+    the GPUs.
 
     Returns ``{"slots": ranks per node, "omp_num_threads": n, "env": {...}}``;
     the thread count goes to LaunchSpec.omp_num_threads, not into ``env``.
@@ -180,6 +222,8 @@ def defaults_from_topology(
     }
     if backend == "ccl":
         env.update(CCL_WORKER_COUNT=str(CCL_WORKER_COUNT), CCL_WORKER_AFFINITY="auto")
+    if backend == "xccl":
+        env.update(XCCL_ENV)
     return {"slots": ranks, "omp_num_threads": threads, "env": env}
 
 

@@ -94,6 +94,15 @@ LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
     ),
 }
 
+# The per-rank variables a collective backend reads beyond the contract: (name, the contract variable it copies),
+# exported after the contract, so they hold whatever launcher started the rank.
+# xccl: with CCL_PROCESS_LAUNCHER=none (launch.XCCL_ENV), oneCCL takes the rank's place on its node from
+# CCL_LOCAL_RANK and CCL_LOCAL_SIZE (oneCCL doc/rst/source/env-variables.rst; getenv_local_coord in
+# src/common/global/global.cpp), as huggingface/accelerate#2339 sets them from LOCAL_RANK and LOCAL_WORLD_SIZE.
+BACKEND_RANK_VARIABLES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "xccl": (("CCL_LOCAL_RANK", "LOCAL_RANK"), ("CCL_LOCAL_SIZE", "LOCAL_WORLD_SIZE")),
+}
+
 # Keys of the JSON object in status/rank-<RANK>.json: written when the rank starts
 # (without ended/code/signal/stopped) and again when it ends.
 STATUS_FIELDS = ("rank", "node", "host", "started", "ended", "code", "signal", "stopped")
@@ -161,12 +170,14 @@ def render_rank_wrapper(
     env: Mapping[str, str],
     *,
     env_script: str = "",
+    backend: str = "",
 ) -> str:
     """``rank.sh`` for one node: run ``"$@"`` as one rank of the job, with the standard environment.
 
     ``env`` (the node's OMP_NUM_THREADS, tuning and interface variables) is
     exported first; the contract variables follow, each from the first launcher
-    variable that is set, else the node's default. The rank runs in
+    variable that is set, else the node's default, then the per-rank variables
+    of the job's collective ``backend`` (BACKEND_RANK_VARIABLES). The rank runs in
     ``job.work_dir`` under ``setpriv --pdeathsig KILL`` (it dies with its
     wrapper), its output also appended to ``logs/rank-<RANK>.log``. SIGTERM,
     SIGINT and SIGHUP are passed on to it, and the status file then says
@@ -191,6 +202,7 @@ def render_rank_wrapper(
     lines += ['export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"']
     lines += ["", "# The launch contract, from whichever launcher started this rank."]
     lines += [_contract_line(variable, node) for variable in CONTRACT]
+    lines += _backend_lines(backend)
     lines += [f"export {name}={shlex.quote(value)}" for name, value in job.variables().items()]
     lines += ["", *_supervision(node.node, job)]
     return "\n".join(lines) + "\n"
@@ -209,6 +221,16 @@ def _contract_line(variable: ContractVariable, node: NodeDefaults) -> str:
     for source in reversed(chain):
         value = f"${{{source}:-{value}}}"
     return f'export {variable.name}="{value}"'
+
+
+def _backend_lines(backend: str) -> list[str]:
+    """``export CCL_LOCAL_RANK="$LOCAL_RANK"``-style lines: the backend's names for contract variables, if any."""
+    copies = BACKEND_RANK_VARIABLES.get(backend, ())
+    if not copies:
+        return []
+    return [f"# launcher_backend={backend}: its own names for this rank's place on the node."] + [
+        f'export {name}="${source}"' for name, source in copies
+    ]
 
 
 def _double_quoted(text: str) -> str:

@@ -84,6 +84,8 @@ options:
         with C(TF_CONFIG) (every host's C(address:master_port), in host order, and its own index) and torchrun's rank
         variables, and needs O(hosts[].slots) 1; V(mpiexec) (Intel MPI hydra), V(mpirun) (Open MPI 4.x),
         V(ipexrun), V(horovodrun) and V(deepspeed) start every rank themselves.
+      - V(ipexrun) is legacy and the module warns when it is used (Intel Extension for PyTorch stopped after 2.8,
+        torch-ccl is end of life); on PyTorch XPU builds run V(torchrun) or V(mpiexec) with the C(xccl) backend.
       - V(slurm) submits the job with C(sbatch --wait), with the batch script C(slurm.sbatch) in O(job_dir). One
         Slurm task per host (C(srun)), named after O(hosts[].name), runs the host's C(torchrun) agent; the output
         of every task goes to C(logs/slurm-<id>.log) on the batch host. The job id is written to C(slurm.jobid) in
@@ -369,6 +371,7 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
 from ansible_collections.multinode.training.plugins.module_utils.launch import (
     DEEPSPEED_LAUNCHERS,
     HOROVOD_CONTROLLERS,
+    IPEXRUN_LEGACY,
     LAUNCHERS,
     RDZV_BACKENDS,
     LaunchSpec,
@@ -446,6 +449,8 @@ def main() -> None:
         supports_check_mode=True,
     )
     path = module.params["path"]
+    if module.params["launcher"] == "ipexrun":
+        module.warn(IPEXRUN_LEGACY)
     try:
         spec = launch_spec(module.params)
         argvs = build(spec)

@@ -14,8 +14,8 @@ description:
   - It exports O(env) (threads, tuning, interface variables), then the standard launch contract C(RANK),
     C(WORLD_SIZE), C(LOCAL_RANK), C(LOCAL_WORLD_SIZE), C(GROUP_RANK), C(MASTER_ADDR), C(MASTER_PORT), each taken
     from the launcher's own variables (C(OMPI_COMM_WORLD_*), C(PMI_*), C(MPI_LOCALRANKID), C(MPI_LOCALNRANKS)) when
-    the launcher does not set it, else from this node's defaults; then C(JOB_ID), C(OUTPUT_DIR),
-    C(CHECKPOINT_DIR), C(RESUME_FROM) and C(DATA_DIR).
+    the launcher does not set it, else from this node's defaults; then the per-rank variables of O(backend); then
+    C(JOB_ID), C(OUTPUT_DIR), C(CHECKPOINT_DIR), C(RESUME_FROM) and C(DATA_DIR).
   - The rank runs in O(work_dir) and dies with its wrapper; its output is also appended to
     C(<job_dir>/logs/rank-<RANK>.log); its start and exit (code, signal, whether it was stopped by a passed-on
     SIGTERM/SIGINT/SIGHUP) are recorded in C(<job_dir>/status/rank-<RANK>.json).
@@ -97,6 +97,15 @@ options:
     description: Script sourced first (the host-mode oneAPI and Python environment); empty for none.
     type: path
     default: ""
+  backend:
+    description:
+      - The job's collective backend (the launcher role's C(launcher_backend)); empty for none.
+      - With V(xccl) (PyTorch's backend for Intel GPUs, on oneCCL) every rank also gets C(CCL_LOCAL_RANK) =
+        C(LOCAL_RANK) and C(CCL_LOCAL_SIZE) = C(LOCAL_WORLD_SIZE), where oneCCL reads its place on the node when
+        C(CCL_PROCESS_LAUNCHER=none). The other backends add nothing.
+    type: str
+    choices: ["", gloo, ccl, mpi, xccl]
+    default: ""
   directories:
     description: Directories of the job to create first when missing (the job directory, C(logs), C(status), ...).
     type: list
@@ -169,6 +178,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.multinode.training.plugins.module_utils import job_files
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
+from ansible_collections.multinode.training.plugins.module_utils.launch import TRAINING_BACKENDS
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ContractError,
     JobPaths,
@@ -195,6 +205,7 @@ def main() -> None:
             data_dir=dict(type="str", default=""),
             env=dict(type="dict", default={}),
             env_script=dict(type="path", default=""),
+            backend=dict(type="str", choices=["", *TRAINING_BACKENDS], default=""),
             directories=dict(type="list", elements="path", default=[]),
             code_dir=dict(type="path", default=""),
             fresh=dict(type="bool", default=False),
@@ -213,7 +224,7 @@ def main() -> None:
     job = JobPaths(**{name: params[name] for name in JobPaths.__dataclass_fields__})
     env = {str(name): str(value) for name, value in params["env"].items()}
     try:
-        content = render_rank_wrapper(node, job, env, env_script=params["env_script"])
+        content = render_rank_wrapper(node, job, env, env_script=params["env_script"], backend=params["backend"])
     except ContractError as exc:
         module.fail_json(msg=str(exc))
     cleared, created = set_up_job(module)

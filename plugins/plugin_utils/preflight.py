@@ -162,6 +162,8 @@ REMOVED: dict[str, str] = _aliases(
 WIRED: dict[str, str] = {"container_runtime_image": "cluster_image"}
 # Facts the cluster role records (the cluster contract): a value the inventory gives them is overridden, not an input.
 RECORDED = ("cluster", "cluster_node")
+# Values the roles no longer take, and what replaced them: said after the argument spec's refusal.
+LEGACY_VALUES: dict[tuple[str, str], str] = {("launcher_type", "ipexrun"): launch.IPEXRUN_LEGACY}
 
 PORT = _int_in(1, 65535, "a port from 1 to 65535")
 POSITIVE = _int_in(1, None, "a whole number of seconds > 0")
@@ -222,7 +224,9 @@ def value_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str
         if name in options:
             result = ArgumentSpecValidator({name: dict(options[name])}).validate({name: value})
             if result.error_messages:
-                problems += [Problem(name, message) for message in result.error_messages]
+                hint = LEGACY_VALUES.get((name, str(value)))
+                messages = [f"{message}; {hint}" if hint else message for message in result.error_messages]
+                problems += [Problem(name, message) for message in messages]
                 continue
             # A path is judged as written: the nodes get it so, not expanded on the controller as the spec does.
             if options[name].get("type") != "path":
@@ -312,6 +316,30 @@ def ranks_per_node_problems(values: Mapping[str, Any]) -> list[Problem]:
         return []
     message = f"{ranks!r} is not allowed with launcher_type={launcher}, which runs one worker per node (it uses the node's cores itself); use 1 or auto"
     return [Problem("launcher_nproc_per_node", message)]
+
+
+# The backends whose ranks run on Intel GPUs through Level Zero, which opens the GPU's render node.
+GPU_BACKENDS = ("xccl",)
+RENDER_NODE = re.compile(r"/dev/dri/renderD[0-9]+")
+
+
+def device_problems(backend: str, dri_devices: Mapping[str, Iterable[str] | None]) -> list[Problem]:
+    """A GPU backend on nodes without a render node. ``dri_devices`` maps each host to the /dev/dri paths its node
+    facts found (the fact cluster_node's ``dri_devices``), or None where they are not gathered yet."""
+    if backend not in GPU_BACKENDS:
+        return []
+    missing = tuple(
+        host
+        for host, devices in dri_devices.items()
+        if devices is not None and not any(RENDER_NODE.fullmatch(path) for path in devices)
+    )
+    if not missing:
+        return []
+    message = (
+        f"{backend!r} runs every rank on an Intel GPU, and no render node (/dev/dri/renderD*) was found on the node;"
+        " use gloo, ccl or mpi on CPU nodes, or load the GPU's kernel driver (i915 or xe)"
+    )
+    return [Problem("launcher_backend", message, missing)]
 
 
 def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[Problem]:

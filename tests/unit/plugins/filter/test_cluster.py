@@ -118,3 +118,12 @@ def test_cluster_node_filter_builds_the_node_fact():
     }
     overridden = FILTERS["cluster_node"](node_facts, "192.168.1.2", "10.9.0.2", "ib0")
     assert (overridden["address"], overridden["iface"]) == ("10.9.0.2", "ib0")
+
+
+def test_device_problems_are_the_preflight_messages_naming_the_hosts():
+    devices = {"node1": ["/dev/dri/card0", "/dev/dri/renderD128"], "node2": ["/dev/dri/card0"], "node3": None}
+    assert FILTERS["device_problems"](devices, "xccl") == [
+        "host node2: launcher_backend: 'xccl' runs every rank on an Intel GPU, and no render node (/dev/dri/renderD*)"
+        " was found on the node; use gloo, ccl or mpi on CPU nodes, or load the GPU's kernel driver (i915 or xe)"
+    ]
+    assert FILTERS["device_problems"](devices, "gloo") == []

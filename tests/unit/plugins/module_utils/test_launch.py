@@ -442,6 +442,25 @@ def test_topology_two_sockets_two_numa_nodes_ccl_reserves_a_worker_core():
     }
 
 
+# The xccl backend's node-wide variables, in the order they are exported (launch.XCCL_ENV names each one's source).
+XCCL = [
+    ("CCL_PROCESS_LAUNCHER", "none"),
+    ("CCL_ATL_TRANSPORT", "ofi"),
+    ("FI_PROVIDER", "tcp"),
+    ("ZE_FLAT_DEVICE_HIERARCHY", "FLAT"),
+    ("CCL_SEND", "direct"),
+    ("CCL_RECV", "direct"),
+]
+
+
+def test_topology_xccl_adds_the_oneccl_and_level_zero_variables_and_reserves_no_core():
+    assert defaults_from_topology(2, 2, 16, "xccl") == {
+        "slots": 2,
+        "omp_num_threads": 16,
+        "env": {**INTEL_ENV, "I_MPI_PIN_DOMAIN": "numa", **dict(XCCL)},
+    }
+
+
 @pytest.mark.parametrize("numa_nodes", [None, 0])
 def test_topology_unknown_numa_means_one_rank_per_socket(numa_nodes):
     assert defaults_from_topology(2, numa_nodes, 16, "gloo") == {
@@ -515,10 +534,79 @@ def test_rank_tuning_user_threads_and_env_win():
     [
         ({"nproc_per_node": 0}, "nproc_per_node must be 'auto' or a whole number >= 1, got 0"),
         ({"omp_num_threads": "many"}, "omp_num_threads must be 'auto' or a whole number >= 1, got 'many'"),
-        ({"backend": "nccl"}, "unknown backend 'nccl'; expected one of: gloo, ccl, mpi"),
+        ({"backend": "nccl"}, "unknown backend 'nccl'; expected one of: gloo, ccl, mpi, xccl$"),
     ],
 )
 def test_rank_tuning_errors(kwargs, message):
     arguments = {"backend": "gloo", **kwargs}
     with pytest.raises(LaunchError, match=message):
         rank_tuning(SMALL_VM, **arguments)
+
+
+# ---------------------------------------------------------------- xccl (PyTorch on Intel GPUs), as the launchers get it
+
+# What every rank of a 3-node xccl job gets with the tuning of XEON_2S and 4 ranks per node (one per GPU tile): the
+# threads, the interface and rendezvous variables, Intel's CPU tuning, then xccl's (rank.sh adds CCL_LOCAL_RANK and
+# CCL_LOCAL_SIZE per rank).
+XCCL_RANK_ENV = [
+    ("OMP_NUM_THREADS", "8"),
+    ("I_MPI_HYDRA_IFACE", "eth1"),
+    ("FI_TCP_IFACE", "eth1"),
+    ("FI_SOCKETS_IFACE", "eth1"),
+    ("CCL_KVS_IFACE", "eth1"),
+    ("GLOO_SOCKET_IFNAME", "eth1"),
+    ("NCCL_SOCKET_IFNAME", "eth1"),
+    ("MASTER_ADDR", "10.0.0.1"),
+    ("MASTER_PORT", "29500"),
+    ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
+    ("KMP_BLOCKTIME", "1"),
+    ("I_MPI_PIN_DOMAIN", "numa"),
+    ("CCL_PROCESS_LAUNCHER", "none"),
+    ("CCL_ATL_TRANSPORT", "ofi"),
+    ("FI_PROVIDER", "tcp"),
+    ("ZE_FLAT_DEVICE_HIERARCHY", "FLAT"),
+    ("CCL_SEND", "direct"),
+    ("CCL_RECV", "direct"),
+]
+XCCL_HOSTS = [dataclasses.replace(host, slots=4) for host in HOSTS]
+
+
+def xccl_spec(**changes) -> LaunchSpec:
+    tuning = rank_tuning(XEON_2S, "xccl", nproc_per_node=4)
+    assert (tuning["slots"], tuning["omp_num_threads"]) == (4, 8)
+    return spec(hosts=XCCL_HOSTS, omp_num_threads=tuning["omp_num_threads"], env=tuning["env"], **changes)
+
+
+def test_xccl_torchrun_every_agent_carries_the_xccl_environment():
+    env_words = ["env"] + [f"{name}={value}" for name, value in XCCL_RANK_ENV]
+    static = ["--rdzv-backend", "static", "--master-addr", "10.0.0.1", "--master-port", "29500", "--node-rank"]
+    assert build(xccl_spec(rdzv="static")) == [
+        env_words
+        + ["torchrun", "--nnodes", "3", "--nproc-per-node", "4", *static, str(rank)]
+        + ["--local-addr", address, "--max-restarts", "0", "--no-python"]
+        + COMMAND
+        for rank, address in enumerate(["10.0.0.1", "10.0.0.2", "10.0.0.3"])
+    ]
+
+
+def test_xccl_mpiexec_passes_the_xccl_environment_with_genv():
+    genv = [word for name, value in XCCL_RANK_ENV for word in ("-genv", name, value)]
+    assert build(xccl_spec(launcher="mpiexec")) == [
+        ["mpiexec.hydra", "-n", "12", "-ppn", "4", "-f", "/job/hostfile", "-iface", "eth1", "-branch-count", "3"]
+        + genv
+        + ["-genv", "I_MPI_PERHOST", "4"]
+        + COMMAND
+    ]
+
+
+def test_xccl_sets_no_pmi_variable_for_any_launcher():
+    # PMI_RANK/PMI_SIZE would make PyTorch's with_mpirun() true (ProcessGroupXCCL.hpp), see launch.XCCL_ENV.
+    for launcher in ("torchrun", "mpiexec", "mpirun"):
+        words = [word for argv in build(xccl_spec(launcher=launcher)) for word in argv]
+        assert not [word for word in words if word.startswith(("PMI_", "PMIX_"))], launcher
+
+
+def test_xccl_user_env_has_the_last_word():
+    tuning = rank_tuning(XEON_2S, "xccl", env={"CCL_SEND": "topo", "CCL_RECV": "topo", "FI_PROVIDER": "verbs"})
+    assert [tuning["env"][name] for name, _ in XCCL] == ["none", "ofi", "verbs", "FLAT", "topo", "topo"]
+    assert tuning["source"]["env"] == ["CCL_RECV", "CCL_SEND", "FI_PROVIDER"]

@@ -16,7 +16,9 @@ from typing import Callable, Iterator, Mapping
 
 import pytest
 
+from ansible_collections.multinode.training.plugins.module_utils.launch import XCCL_ENV
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
+    BACKEND_RANK_VARIABLES,
     CONTRACT,
     JOB_VARIABLES,
     LAUNCHER_SETS,
@@ -126,10 +128,10 @@ def new_job(tmp_path: Path, **overrides: str) -> JobPaths:
 
 
 def make_wrapper(
-    job: JobPaths, env: Mapping[str, str] = ENV, *, env_script: str = "", node: NodeDefaults = NODE
+    job: JobPaths, env: Mapping[str, str] = ENV, *, env_script: str = "", node: NodeDefaults = NODE, backend: str = ""
 ) -> Path:
     path = Path(job.job_dir) / "rank.sh"
-    path.write_text(render_rank_wrapper(node, job, env, env_script=env_script))
+    path.write_text(render_rank_wrapper(node, job, env, env_script=env_script, backend=backend))
     return path
 
 
@@ -363,6 +365,56 @@ def test_valid_node_names(tmp_path: Path, name: str) -> None:
 def test_standard_variables(tmp_path: Path, launcher_env: dict[str, str], expected: dict[str, str]) -> None:
     _, env = rank_view(make_wrapper(new_job(tmp_path)), launcher_env)
     assert {name: env[name] for name in expected} == expected
+
+
+# --- rank.sh of an xccl job (PyTorch on Intel GPUs): oneCCL's names for the rank's place on its node ---
+
+XCCL_NAMES = ("CCL_LOCAL_RANK", "CCL_LOCAL_SIZE")
+
+
+def test_xccl_wrapper_spells_out_the_oneccl_lines(tmp_path: Path) -> None:
+    script = make_wrapper(new_job(tmp_path), backend="xccl").read_text()
+    contract_end = script.index("export MASTER_PORT=")
+    lines = ['export CCL_LOCAL_RANK="$LOCAL_RANK"', 'export CCL_LOCAL_SIZE="$LOCAL_WORLD_SIZE"']
+    assert [script.index(line) > contract_end for line in lines] == [True, True]
+    comment = "# launcher_backend=xccl: its own names for this rank's place on the node."
+    assert "\n".join([comment, *lines, ""]) in script
+    assert list(BACKEND_RANK_VARIABLES) == ["xccl"]
+
+
+@pytest.mark.parametrize(
+    ("launcher", "local_rank", "local_size"),
+    [
+        ("torchrun", "1", "2"),
+        ("slurm", "1", "2"),
+        ("mpiexec", "1", "2"),
+        ("mpirun", "1", "2"),
+        ("horovodrun", "1", "2"),
+        ("deepspeed", "1", str(NODE.slots)),  # deepspeed's agent sets no LOCAL_WORLD_SIZE: the node's slots
+        ("tensorflow", "0", "1"),
+    ],
+)
+def test_xccl_rank_gets_its_local_rank_and_size_whatever_the_launcher(
+    tmp_path: Path, launcher: str, local_rank: str, local_size: str
+) -> None:
+    env = {**ENV, **XCCL_ENV}
+    _, shown = rank_view(make_wrapper(new_job(tmp_path), env, backend="xccl"), LAUNCHER_ENVS[launcher])
+    assert [shown.get(name) for name in XCCL_NAMES] == [local_rank, local_size]
+    assert {name: shown[name] for name in XCCL_ENV} == dict(XCCL_ENV)
+
+
+def test_xccl_under_torchrun_gets_no_pmi_variables(tmp_path: Path) -> None:
+    # PMI_RANK/PMI_SIZE would make PyTorch's ProcessGroupXCCL believe an MPI launcher started the rank (launch.XCCL_ENV).
+    _, shown = rank_view(make_wrapper(new_job(tmp_path), backend="xccl"), TORCHRUN)
+    assert [name for name in shown if name.startswith(("PMI_", "PMIX_"))] == []
+
+
+@pytest.mark.parametrize("backend", ["", "gloo", "ccl", "mpi"])
+def test_other_backends_add_no_per_rank_variable(tmp_path: Path, backend: str) -> None:
+    job = new_job(tmp_path)
+    assert render_rank_wrapper(NODE, job, ENV, backend=backend) == render_rank_wrapper(NODE, job, ENV)
+    _, shown = rank_view(make_wrapper(job, backend=backend), TORCHRUN)
+    assert [name for name in XCCL_NAMES if name in shown] == []
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,31 @@ def test_ipexrun_names_the_host_that_is_first_instead_of_the_launcher(tmp_path, 
     assert not path.exists()
 
 
+@pytest.fixture
+def warned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The module's warnings. (Run in the test's process, where Ansible's controller is imported, AnsibleModule.warn
+    hands them to the controller's display instead of the result.)"""
+    messages: list[str] = []
+    monkeypatch.setattr(launch_script.AnsibleModule, "warn", lambda module, message: messages.append(message))
+    return messages
+
+
+def test_ipexrun_still_works_and_warns_that_it_is_legacy(tmp_path, run_module, warned):
+    result = run(run_module, tmp_path / "launch.sh", launcher="ipexrun")
+    assert result["changed"] is True
+    assert result["argvs"] == build(expected(launcher="ipexrun"))
+    assert warned == [
+        "ipexrun is legacy: Intel Extension for PyTorch stopped after 2.8 and torch-ccl (backend ccl) is end of life;"
+        " on PyTorch XPU builds (2.8 and later) run torchrun or mpiexec with launcher_backend=xccl"
+    ]
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "mpiexec", "mpirun"])
+def test_other_launchers_warn_of_nothing(tmp_path, run_module, warned, launcher):
+    assert run(run_module, tmp_path / "launch.sh", launcher=launcher)["changed"] is True
+    assert warned == []
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

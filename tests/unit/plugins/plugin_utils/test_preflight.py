@@ -39,6 +39,10 @@ ENV_NAMES = "a name is letters, digits and _, not starting with a digit"
 ENV_VALUES = "are lists or mappings; use a string or number"
 RUNTIME = "must be one of: container, host, got: "
 RENAMED_HINT = "is no longer read; set {} instead (per host, per group or -e)"
+IPEXRUN_HINT = (
+    "ipexrun is legacy: Intel Extension for PyTorch stopped after 2.8 and torch-ccl (backend ccl) is end of life;"
+    " on PyTorch XPU builds (2.8 and later) run torchrun or mpiexec with launcher_backend=xccl"
+)
 
 
 def load_yaml(path: Path) -> Any:
@@ -94,7 +98,9 @@ BAD_VALUES = [
     case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
     # choices from the argument specs, or a rule for a playbook-level variable
     case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, tensorflow, slurm, got: srun"),
-    case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, got: nccl"),
+    case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, xccl, got: nccl"),
+    # a value the roles no longer take names what replaced it
+    case("launcher_type", "ipexrun", f"got: ipexrun; {IPEXRUN_HINT}"),
     case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
     *[case(port, value, f"{value!r} is not allowed; {PORT_RANGE}") for port in PORTS for value in (0, 70000, -1)],
@@ -154,6 +160,7 @@ GOOD_VALUES = [
     ("cluster_runtime", "container"),
     ("cluster_runtime", "host"),
     ("launcher_type", "mpiexec"),
+    ("launcher_backend", "xccl"),
 ]
 
 
@@ -452,6 +459,34 @@ ONE_WORKER = Problem(
 )
 def test_a_one_worker_per_node_launcher_refuses_more(values: dict[str, object], problems: list[Problem]) -> None:
     assert preflight.ranks_per_node_problems(values) == problems
+
+
+# ------------------------------------------------------------------------------------------------ device_problems
+
+RENDER = ["/dev/dri/card0", "/dev/dri/renderD128"]
+NO_RENDER_NODE = (
+    "'xccl' runs every rank on an Intel GPU, and no render node (/dev/dri/renderD*) was found on the node;"
+    " use gloo, ccl or mpi on CPU nodes, or load the GPU's kernel driver (i915 or xe)"
+)
+
+
+def test_xccl_refuses_the_nodes_without_a_render_node_naming_them_and_the_variable() -> None:
+    devices = {"node1": RENDER, "node2": [], "node3": ["/dev/dri/card1"], "node4": ["/dev/dri/renderD129x"]}
+    problems = preflight.device_problems("xccl", devices)
+    assert problems == [Problem("launcher_backend", NO_RENDER_NODE, ("node2", "node3", "node4"))]
+    assert str(problems[0]) == f"host node2, node3, node4: launcher_backend: {NO_RENDER_NODE}"
+
+
+@pytest.mark.parametrize(
+    ("backend", "devices"),
+    [
+        ("xccl", {"node1": RENDER, "node2": ["/dev/dri/renderD129"]}),
+        ("xccl", {"node1": RENDER, "node2": None}),  # facts not gathered yet: not judged
+        *[(backend, {"node1": [], "node2": None}) for backend in ("gloo", "ccl", "mpi")],
+    ],
+)
+def test_nodes_that_have_what_the_backend_needs_give_no_problem(backend: str, devices: dict[str, Any]) -> None:
+    assert preflight.device_problems(backend, devices) == []
 
 
 # ------------------------------------------------------------------------------------------------ merge_hosts
