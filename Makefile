@@ -73,7 +73,7 @@ molecule-tensorflow: venv host ## opt-in: Keras digits with MultiWorkerMirroredS
 	scripts/images.sh tensorflow
 	molecule test -s tensorflow
 
-molecule-horovod: venv host ## opt-in: Horovod (horovodrun, Gloo) across 3 sim nodes in the Horovod variant (builds 19 min)
+molecule-horovod: venv host ## opt-in: Horovod (horovodrun, Gloo) across 3 sim nodes in the Horovod variant (builds 9 min)
 	scripts/images.sh horovod
 	molecule test -s horovod
 

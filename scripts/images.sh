@@ -10,9 +10,10 @@
 #   multinode/sim-node:bookworm  a bare "server" for the simulated cluster (no Docker engine)
 #   multinode/training:latest    torch 2.13.0 CPU, numpy, scikit-learn, Intel MPI, user dev (1000)
 #
-# Variants, built only when named (scripts/images.sh deepspeed tensorflow; make images VARIANTS=deepspeed):
+# Variants, built only when named (scripts/images.sh deepspeed tensorflow horovod; make images VARIANTS=deepspeed):
 #   multinode/training-deepspeed:latest   the training image plus DeepSpeed 0.19.8 and pdsh
 #   multinode/training-tensorflow:latest  the training image plus tensorflow-cpu 2.21.0, Keras 3 and tf-keras 2.21
+#   multinode/training-horovod:latest     the training image plus Horovod 0.28.1 (torch, Gloo, MPI), built from source
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
