@@ -28,6 +28,10 @@ from ansible_collections.multinode.training.plugins.module_utils.run_report impo
 
 # The rank wrapper's line prefix (events.RANK_LINE_PREFIX), parsed back.
 RANK_LINE = re.compile(r"\[rank (\d+) ([A-Za-z0-9_.:@+-]+)\] (.*)")
+# The label a launcher puts in front of every line it relays, before the rank wrapper's prefix: horovodrun's
+# "[<index>]<stdout>:" (prefix_connection in horovod/runner/common/util/safe_shell_exec.py; it has no switch to leave
+# it out) and Open MPI's --tag-output "[<job>,<rank>]<stdout>:".
+_RELAY_LABEL = re.compile(r"\[[0-9,]+\]<std(?:out|err)>:")
 # A printed epoch: "epoch 3", "Epoch: 3/10", "epoch=3"; its loss and throughput when the line gives them.
 _EPOCH_TEXT = re.compile(r"\bepoch\b['\"]?\s*[:=#]?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", re.IGNORECASE)
@@ -170,7 +174,8 @@ def _launcher_record(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _rank_records(line: str) -> list[dict[str, Any]]:
-    match = RANK_LINE.fullmatch(line.rstrip("\r"))
+    label = _RELAY_LABEL.match(line)
+    match = RANK_LINE.fullmatch(line[label.end() if label else 0 :].rstrip("\r"))
     if match is None:
         return []
     rank, node, text = int(match.group(1)), match.group(2), match.group(3)

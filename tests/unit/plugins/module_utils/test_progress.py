@@ -256,6 +256,22 @@ def test_a_json_epoch_event_behind_the_rank_prefix_is_an_epoch() -> None:
     assert records[1] == {"kind": "epoch", "rank": 0, "node": "node1", "epoch": 2, "loss": 0.5, "samples_per_s": 100.0}
 
 
+def test_a_relaying_launchers_label_in_front_of_the_rank_prefix_is_passed_over() -> None:
+    # horovodrun labels every line it relays "[<index>]<stdout>:" and cannot be told not to.
+    text = (
+        f"[2]<stdout>:[rank 2 node3] {events.RANK_STARTED}\n"
+        "[0]<stdout>:[rank 0 node1] epoch 1 loss 0.35\n"
+        f"[1,1]<stderr>:[rank 1 node2] {events.RANK_ENDED} 3\n"
+    )
+
+    assert progress.progress_records({"horovodrun.log": text}) == [
+        {"kind": "started", "rank": 2, "node": "node3"},
+        {"kind": "output", "rank": 0, "node": "node1", "text": "epoch 1 loss 0.35"},
+        {"kind": "epoch", "rank": 0, "node": "node1", "epoch": 1, "loss": 0.35, "samples_per_s": None},
+        {"kind": "ended", "rank": 1, "node": "node2", "code": 3},
+    ]
+
+
 def test_lines_without_the_rank_prefix_are_ignored() -> None:
     text = (
         "W0101 torch.distributed.run: Setting OMP_NUM_THREADS\n"
@@ -263,6 +279,8 @@ def test_lines_without_the_rank_prefix_are_ignored() -> None:
         "[rank x node1] not a rank\n"
         "rank 0 node1] epoch 1 loss 0.35\n"
         "[rank 0 node1]missing space\n"
+        "[0]<stdout>: [rank 0 node1] epoch 1 loss 0.35\n"
+        "[0]<stdin>:[rank 0 node1] epoch 1 loss 0.35\n"
     )
 
     assert progress.progress_records({"node1.log": text}) == []
