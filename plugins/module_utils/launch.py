@@ -578,7 +578,9 @@ def _deepspeed(spec: LaunchSpec) -> list[list[str]]:
 def tensorflow_config(hosts: list[HostEntry], port: int, index: int) -> str:
     """TF_CONFIG of the worker ``index``: every host's ``address:port`` in host order, and its own task."""
     workers = [f"{host.address}:{port}" for host in hosts]
-    return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}, separators=(",", ":"))
+    return json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}, separators=(",", ":")
+    )
 
 
 def _tensorflow(spec: LaunchSpec) -> list[list[str]]:

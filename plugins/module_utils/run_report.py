@@ -195,20 +195,22 @@ def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
     for event in records.launcher_events:
         kind, code, node = event.get("event"), event.get("code"), event.get("node")
         when = float(event.get("time") or 0.0)
+        # What ran on the node: node_exit names it; a launch script older than that field ran torchrun agents only.
+        agent = event.get("agent") or f"{launcher} agent"
         if kind == kinds.SSH_CHECK and code:
             reason = explain_ssh_failure(records.ssh_logs.get(str(node), ""), int(code))
             failures.append(_Failure(_NODE_DOWN, when, f"{node}: {reason}"))
         elif kind == kinds.STAGED and code:
             failures.append(_Failure(_NODE_DOWN, when, f"{node}: the checkpoint to resume from could not be copied there"))
         elif kind == kinds.NODE_EXIT and code and event.get("after_abort"):
-            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {event.get('agent') or launcher + ' agent'} stopped after the failure"))
+            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {agent} stopped after the failure"))
         elif kind == kinds.NODE_EXIT and code == 255:
             # ssh's own failure: the connection to the node broke (its ranks' records say no more).
             reason = explain_ssh_failure(records.agent_logs.get(str(node), ""), int(code))
             failures.append(_Failure(_FAILED, when, f"{node}: {reason}"))
         elif kind == kinds.NODE_EXIT and code:
             # The agent ends non-zero after a rank of its node failed; that rank is the reason.
-            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {event.get('agent') or launcher + ' agent'} exited {code}"))
+            failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {agent} exited {code}"))
     return failures
 
 

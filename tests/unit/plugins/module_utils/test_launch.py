@@ -40,7 +40,8 @@ SPEC = LaunchSpec(
     omp_num_threads=8,
     env={"KMP_BLOCKTIME": "1"},
 )
-ENV = [
+# Every rank's threads and network, in the order the builder writes them; then SPEC's own env.
+NETWORK_ENV = [
     ("OMP_NUM_THREADS", "8"),
     ("I_MPI_HYDRA_IFACE", "eth1"),
     ("FI_TCP_IFACE", "eth1"),
@@ -50,8 +51,8 @@ ENV = [
     ("NCCL_SOCKET_IFNAME", "eth1"),
     ("MASTER_ADDR", "10.0.0.1"),
     ("MASTER_PORT", "29500"),
-    ("KMP_BLOCKTIME", "1"),
 ]
+ENV = NETWORK_ENV + [("KMP_BLOCKTIME", "1")]
 ENV_WORDS = ["env"] + [f"{name}={value}" for name, value in ENV]
 
 
@@ -59,12 +60,26 @@ def spec(**changes) -> LaunchSpec:
     return dataclasses.replace(SPEC, **changes)
 
 
-def torchrun_argv(address: str, rdzv: list[str], nnodes: str = "3") -> list[str]:
+def torchrun_argv(
+    address: str, rdzv: list[str], nnodes: str = "3", env_words: list[str] = ENV_WORDS, per_node: int = 2
+) -> list[str]:
     return (
-        ENV_WORDS
-        + ["torchrun", "--nnodes", nnodes, "--nproc-per-node", "2"]
+        env_words
+        + ["torchrun", "--nnodes", nnodes, "--nproc-per-node", str(per_node)]
         + rdzv
         + ["--local-addr", address, "--max-restarts", "0", "--no-python"]
+        + COMMAND
+    )
+
+
+def mpiexec_argv(env: list[tuple[str, str]], per_node: int) -> list[str]:
+    """mpiexec.hydra over the 3 hosts with ``per_node`` ranks each, ``env`` as -genv, then I_MPI_PERHOST."""
+    genv = [word for name, value in env for word in ("-genv", name, value)]
+    return (
+        ["mpiexec.hydra", "-n", str(3 * per_node), "-ppn", str(per_node), "-f", "/job/hostfile", "-iface", "eth1"]
+        + ["-branch-count", "3"]
+        + genv
+        + ["-genv", "I_MPI_PERHOST", str(per_node)]
         + COMMAND
     )
 
@@ -164,13 +179,7 @@ def test_torchrun_always_sets_omp_num_threads_before_torchrun(changes):
 
 
 def test_mpiexec_intel_mpi_hydra():
-    genv = [word for name, value in ENV for word in ("-genv", name, value)]
-    assert build(spec(launcher="mpiexec")) == [
-        ["mpiexec.hydra", "-n", "6", "-ppn", "2", "-f", "/job/hostfile", "-iface", "eth1", "-branch-count", "3"]
-        + genv
-        + ["-genv", "I_MPI_PERHOST", "2"]
-        + COMMAND
-    ]
+    assert build(spec(launcher="mpiexec")) == [mpiexec_argv(ENV, per_node=2)]
 
 
 def test_mpirun_open_mpi():
@@ -258,7 +267,10 @@ def test_tensorflow_one_worker_per_host_with_its_tf_config():
         assert argv[-len(COMMAND) :] == COMMAND
         env = dict(word.split("=", 1) for word in argv[1 : -len(COMMAND)])
         assert argv[0] == "env"
-        assert json.loads(env.pop("TF_CONFIG")) == {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        assert json.loads(env.pop("TF_CONFIG")) == {
+            "cluster": {"worker": workers},
+            "task": {"type": "worker", "index": index},
+        }
         assert env == {
             **dict(ENV),
             "TF_NUM_INTRAOP_THREADS": "8",
@@ -271,7 +283,7 @@ def test_tensorflow_one_worker_per_host_with_its_tf_config():
 
 
 def test_tensorflow_user_env_has_the_last_word():
-    (first, *_) = build(spec(launcher="tensorflow", hosts=ONE_PER_HOST, env={"TF_NUM_INTRAOP_THREADS": "2"}))
+    first, *_ = build(spec(launcher="tensorflow", hosts=ONE_PER_HOST, env={"TF_NUM_INTRAOP_THREADS": "2"}))
     assert "TF_NUM_INTRAOP_THREADS=2" in first and "TF_NUM_INTRAOP_THREADS=8" not in first
 
 
@@ -319,7 +331,14 @@ def test_launchers_and_hostfile_dialects():
     }
     # torchrun and tensorflow read no hostfile: the one written for reference is Intel MPI's.
     assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == [
-        "intelmpi", "intelmpi", "openmpi", "ipexrun", "horovod", "deepspeed", "intelmpi", "intelmpi",
+        "intelmpi",
+        "intelmpi",
+        "openmpi",
+        "ipexrun",
+        "horovod",
+        "deepspeed",
+        "intelmpi",
+        "intelmpi",
     ]
 
 
@@ -548,26 +567,11 @@ def test_rank_tuning_errors(kwargs, message):
 # What every rank of a 3-node xccl job gets with the tuning of XEON_2S and 4 ranks per node (one per GPU tile): the
 # threads, the interface and rendezvous variables, Intel's CPU tuning, then xccl's (rank.sh adds CCL_LOCAL_RANK and
 # CCL_LOCAL_SIZE per rank).
-XCCL_RANK_ENV = [
-    ("OMP_NUM_THREADS", "8"),
-    ("I_MPI_HYDRA_IFACE", "eth1"),
-    ("FI_TCP_IFACE", "eth1"),
-    ("FI_SOCKETS_IFACE", "eth1"),
-    ("CCL_KVS_IFACE", "eth1"),
-    ("GLOO_SOCKET_IFNAME", "eth1"),
-    ("NCCL_SOCKET_IFNAME", "eth1"),
-    ("MASTER_ADDR", "10.0.0.1"),
-    ("MASTER_PORT", "29500"),
-    ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
-    ("KMP_BLOCKTIME", "1"),
-    ("I_MPI_PIN_DOMAIN", "numa"),
-    ("CCL_PROCESS_LAUNCHER", "none"),
-    ("CCL_ATL_TRANSPORT", "ofi"),
-    ("FI_PROVIDER", "tcp"),
-    ("ZE_FLAT_DEVICE_HIERARCHY", "FLAT"),
-    ("CCL_SEND", "direct"),
-    ("CCL_RECV", "direct"),
-]
+XCCL_RANK_ENV = (
+    NETWORK_ENV
+    + [("KMP_AFFINITY", "granularity=fine,compact,1,0"), ("KMP_BLOCKTIME", "1"), ("I_MPI_PIN_DOMAIN", "numa")]
+    + XCCL
+)
 XCCL_HOSTS = [dataclasses.replace(host, slots=4) for host in HOSTS]
 
 
@@ -581,22 +585,13 @@ def test_xccl_torchrun_every_agent_carries_the_xccl_environment():
     env_words = ["env"] + [f"{name}={value}" for name, value in XCCL_RANK_ENV]
     static = ["--rdzv-backend", "static", "--master-addr", "10.0.0.1", "--master-port", "29500", "--node-rank"]
     assert build(xccl_spec(rdzv="static")) == [
-        env_words
-        + ["torchrun", "--nnodes", "3", "--nproc-per-node", "4", *static, str(rank)]
-        + ["--local-addr", address, "--max-restarts", "0", "--no-python"]
-        + COMMAND
+        torchrun_argv(address, static + [str(rank)], env_words=env_words, per_node=4)
         for rank, address in enumerate(["10.0.0.1", "10.0.0.2", "10.0.0.3"])
     ]
 
 
 def test_xccl_mpiexec_passes_the_xccl_environment_with_genv():
-    genv = [word for name, value in XCCL_RANK_ENV for word in ("-genv", name, value)]
-    assert build(xccl_spec(launcher="mpiexec")) == [
-        ["mpiexec.hydra", "-n", "12", "-ppn", "4", "-f", "/job/hostfile", "-iface", "eth1", "-branch-count", "3"]
-        + genv
-        + ["-genv", "I_MPI_PERHOST", "4"]
-        + COMMAND
-    ]
+    assert build(xccl_spec(launcher="mpiexec")) == [mpiexec_argv(XCCL_RANK_ENV, per_node=4)]
 
 
 def test_xccl_sets_no_pmi_variable_for_any_launcher():
