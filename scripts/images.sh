@@ -14,6 +14,8 @@
 #   multinode/training-deepspeed:latest   the training image plus DeepSpeed 0.19.8 and pdsh
 #   multinode/training-tensorflow:latest  the training image plus tensorflow-cpu 2.21.0, Keras 3 and tf-keras 2.21
 #   multinode/training-horovod:latest     the training image plus Horovod 0.28.1 (torch, Gloo, MPI), built from source
+#   multinode/training-ipex:latest        the training image's recipe with torch 2.8.0 and Intel Extension for PyTorch
+#                                         2.8.0 (ipexrun) in place of torch 2.13.0: about 7 GB (torch 2.8's CUDA wheels)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,21 +77,24 @@ build_base() {
   rm -rf "$rootfs"
 }
 
+# The build stages' images are left untagged; they are removed (the IPEX variant's is 12 GB): a rebuild starts over.
 build_dir() {
   local name=$1 hash=$2 dir=$3
   docker build -q --label "multinode.inputs=$hash" -t "$name" "$dir" >/dev/null
+  docker image prune -f >/dev/null
 }
 
 build_sim_node() { build_dir "$1" "$2" "$ROOT/images/sim-node"; }
 
+# fetch_wheels DIR REQUIREMENTS : the wheels of REQUIREMENTS and of everything they need
 fetch_wheels() {
-  log "wheelhouse: $WHEELS"
-  "$PYTHON" -m pip download -q --only-binary=:all: -d "$WHEELS" -r "$ROOT/images/training/requirements.txt" >&2
+  log "wheelhouse: $1"
+  "$PYTHON" -m pip download -q --only-binary=:all: -d "$1" -r "$2" >&2
 }
 
 build_training() {
   local name=$1 hash=$2 context
-  fetch_wheels
+  fetch_wheels "$WHEELS" "$ROOT/images/training/requirements.txt"
   context=$(mktemp -d "$CACHE/context.XXXXXX")
   cp "$ROOT"/images/training/* "$context/"
   mkdir "$context/wheels"
@@ -99,16 +104,24 @@ build_training() {
 }
 
 # A variant's packages come from PyPI into a wheelhouse of its own (host mode ships the main wheelhouse to the nodes:
-# a variant's packages stay out of it), as wheels, except those published only as source archives (DeepSpeed), which
-# its Dockerfile builds against the image's torch. Its requirements pin every package the image lacks (--no-deps).
+# a variant's packages stay out of it). A variant with a Dockerfile builds on the training image: its requirements
+# pin every package the image lacks (--no-deps), as wheels except those published only as source archives
+# (DeepSpeed, Horovod), which its Dockerfile builds against the image's torch. A variant without one is a whole
+# Python environment of its own (another torch): the training image's recipe with the variant's requirements.txt and
+# check.py in place of the training image's, its wheels resolved like the training image's.
 build_variant() {
   local name=$1 hash=$2 variant=${1#multinode/training-} context
   variant=${variant%%:*}
-  log "wheelhouse: $WHEELS-$variant"
-  "$PYTHON" -m pip download -q --no-deps --prefer-binary -d "$WHEELS-$variant" \
-    -r "$ROOT/images/training-$variant/requirements.txt" >&2
+  local dir="$ROOT/images/training-$variant"
   context=$(mktemp -d "$CACHE/context.XXXXXX")
-  cp "$ROOT/images/training-$variant"/* "$context/"
+  if [ -f "$dir/Dockerfile" ]; then
+    log "wheelhouse: $WHEELS-$variant"
+    "$PYTHON" -m pip download -q --no-deps --prefer-binary -d "$WHEELS-$variant" -r "$dir/requirements.txt" >&2
+  else
+    fetch_wheels "$WHEELS-$variant" "$dir/requirements.txt"
+    cp "$ROOT"/images/training/* "$context/"
+  fi
+  cp "$dir"/* "$context/"
   cp -rl "$WHEELS-$variant" "$context/wheels"
   build_dir "$name" "$hash" "$context"
   rm -rf "$context"
