@@ -81,6 +81,9 @@ NODE_AGENTS: Mapping[str, str] = {"torchrun": "torchrun agent", "tensorflow": "T
 
 # The launchers that run one rank per node whatever the node's topology (launcher_nproc_per_node "auto" means 1).
 ONE_RANK_PER_NODE = ("tensorflow",)
+# The launchers that join the program's words with spaces and hand them to a shell: ipexrun, and deepspeed with its
+# pdsh runner (the only one the launcher role runs). _shell_words refuses what a shell would change.
+SHELL_JOINED = ("ipexrun", "deepspeed")
 
 # The hostfile.py dialect the file at LaunchSpec.hostfile_path must be written in. torchrun and tensorflow read no
 # hostfile; horovodrun gets its hosts from ``-H``, and the one kept is what its ``--hostfile`` would read.
@@ -323,9 +326,14 @@ def _slots_per_host(spec: LaunchSpec, flag: str) -> int:
         raise LaunchError(f"{spec.launcher} passes one {flag} to every host: {exc}") from exc
 
 
+def shell_unsafe(words: list[str]) -> list[str]:
+    """The words a shell would not read back as they are (split, expanded or quoted away)."""
+    return [word for word in words if shlex.quote(word) != word]
+
+
 def _shell_words(spec: LaunchSpec, words: list[str]) -> list[str]:
     """``words`` unchanged if a shell would read them back as the same words."""
-    unsafe = [word for word in words if shlex.quote(word) != word]
+    unsafe = shell_unsafe(words)
     if unsafe:
         raise LaunchError(
             f"{spec.launcher} joins the program's words with spaces and runs them through a shell,"
@@ -459,13 +467,22 @@ def _mpirun(spec: LaunchSpec) -> list[list[str]]:
 # ---------------------------------------------------------------- ipexrun (Intel Extension for PyTorch)
 # IPEX >= 2.1: intel_extension_for_pytorch/cpu/launch/launch.py (--no-python; the
 # distributed launcher is chosen when --nnodes > 0) and launcher_distributed.py
-# (--nnodes, --nprocs-per-node, --hostfile, --master-addr, --master-port).
-# IPEX <= 2.0: intel_extension_for_pytorch/cpu/launch.py (--distributed,
-# --nproc_per_node, --nnodes, --hostfile, --master_addr, --master_port, --no_python).
-# Both check that the hostfile's first line is an address of the machine they run
-# on, then start mpiexec.hydra through a shell with the program's words joined by
-# spaces. The rank environment rides on the program as ``env K=V ...`` so it reaches
-# every rank whatever the launcher forwards.
+# (--nnodes, --nprocs-per-node, --hostfile, --master-addr, --master-port,
+# --ccl-worker-count, --extra-mpi-params). IPEX <= 2.0: intel_extension_for_pytorch/cpu/launch.py
+# (--distributed, --nproc_per_node, --nnodes, --hostfile, --master_addr, --master_port,
+# --ccl_worker_count, --more_mpi_params, --no_python). Both check that the hostfile's first line is an
+# address of the machine they run on, then start ``mpiexec.hydra -l -np N -ppn P -genv ... <extra>
+# -hostfile F`` with the program's words joined by spaces (2.1 and later through a shell).
+# - The extra MPI parameters are mpiexec's -iface and -branch-count (as _mpiexec passes them): without -iface
+#   Hydra's proxies may not reach the launcher by its name. They are one word with "=": argparse refuses a
+#   separate value that starts with "-".
+# - --ccl-worker-count: ipexrun reserves that many cores of each rank for oneCCL (default 4) and asserts that
+#   fewer than that are all the rank's cores, which fails on small nodes; it is the rank tuning's
+#   CCL_WORKER_COUNT (backend ccl), else 0.
+# - ipexrun ends with mpiexec's process without passing on its exit status: it exits 0 when a rank failed.
+#   The job's end is judged by the rank wrapper's status files, whatever the launcher's exit code.
+# The rank environment rides on the program as ``env K=V ...`` so it reaches every rank whatever the launcher
+# forwards, and overrides the OMP_NUM_THREADS and MASTER_* ipexrun sets with -genv.
 
 
 def _ipex_release(version: str) -> tuple[int, int]:
@@ -485,6 +502,8 @@ def _ipexrun(spec: LaunchSpec) -> list[list[str]]:
     per_host = str(_slots_per_host(spec, "--nprocs-per-node"))
     nnodes = str(len(spec.hosts))
     program = _shell_words(spec, _env_words(spec) + spec.command)
+    ccl_workers = _rank_env(spec).get("CCL_WORKER_COUNT", "0")
+    mpi_params = f"-iface {spec.iface} -branch-count {nnodes}"
     if _ipex_release(spec.ipex_version) <= (2, 0):
         launch = ["python3", "-m", "intel_extension_for_pytorch.cpu.launch", "--distributed"]
         flags = _words(
@@ -493,6 +512,8 @@ def _ipexrun(spec: LaunchSpec) -> list[list[str]]:
             ("--hostfile", spec.hostfile_path),
             ("--master_addr", first.address),
             ("--master_port", str(spec.master_port)),
+            ("--ccl_worker_count", ccl_workers),
+            (f"--more_mpi_params={mpi_params}",),
             ("--no_python",),
         )
     else:
@@ -503,6 +524,8 @@ def _ipexrun(spec: LaunchSpec) -> list[list[str]]:
             ("--hostfile", spec.hostfile_path),
             ("--master-addr", first.address),
             ("--master-port", str(spec.master_port)),
+            ("--ccl-worker-count", ccl_workers),
+            (f"--extra-mpi-params={mpi_params}",),
             ("--no-python",),
         )
     return [launch + flags + program]

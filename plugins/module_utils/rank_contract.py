@@ -73,6 +73,7 @@ JOB_VARIABLES: tuple[tuple[str, str], ...] = (
     ("DATA_DIR", "the staged (or shared) data set, empty when the job has none"),
 )
 
+_HYDRA_SETS = ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
 _TORCHRUN_SETS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 # The launcher variables each launcher sets itself (the rest of CONTRACT comes from the wrapper).
 LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
@@ -82,7 +83,9 @@ LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
     "horovodrun": ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK"),
     # One TensorFlow worker per node, given torchrun's variables (and TF_CONFIG) by the launch script.
     "tensorflow": _TORCHRUN_SETS,
-    "mpiexec": ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    "mpiexec": _HYDRA_SETS,
+    # ipexrun starts the ranks with Intel MPI's mpiexec.hydra.
+    "ipexrun": _HYDRA_SETS,
     # deepspeed.launcher.launch, each node's agent: torchrun's names for the rank, its own LOCAL_SIZE and CROSS_RANK
     # for the node's (so LOCAL_WORLD_SIZE and GROUP_RANK come from the wrapper).
     "deepspeed": ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import shlex
@@ -203,7 +204,8 @@ def test_ipexrun_2_1_and_later(version):
     assert build(spec(launcher="ipexrun", ipex_version=version)) == [
         shlex.split(
             "ipexrun --nnodes 3 --nprocs-per-node 2 --hostfile /job/hostfile"
-            " --master-addr 10.0.0.1 --master-port 29500 --no-python"
+            " --master-addr 10.0.0.1 --master-port 29500 --ccl-worker-count 0"
+            " '--extra-mpi-params=-iface eth1 -branch-count 3' --no-python"
         )
         + ENV_WORDS
         + COMMAND
@@ -215,11 +217,27 @@ def test_ipex_launch_module_up_to_2_0(version):
     assert build(spec(launcher="ipexrun", ipex_version=version)) == [
         shlex.split(
             "python3 -m intel_extension_for_pytorch.cpu.launch --distributed --nproc_per_node 2 --nnodes 3"
-            " --hostfile /job/hostfile --master_addr 10.0.0.1 --master_port 29500 --no_python"
+            " --hostfile /job/hostfile --master_addr 10.0.0.1 --master_port 29500 --ccl_worker_count 0"
+            " '--more_mpi_params=-iface eth1 -branch-count 3' --no_python"
         )
         + ENV_WORDS
         + COMMAND
     ]
+
+
+@pytest.mark.parametrize("version", ["2.8", "2.0"])
+def test_ipexrun_reserves_the_ccl_workers_the_rank_tuning_gives(version):
+    argv = build(spec(launcher="ipexrun", ipex_version=version, env={"CCL_WORKER_COUNT": "1"}))[0]
+    flag = "--ccl-worker-count" if version == "2.8" else "--ccl_worker_count"
+    assert argv[argv.index(flag) + 1] == "1"
+
+
+def test_ipexrun_extra_mpi_params_is_one_word_argparse_reads_as_the_flag_value():
+    argv = build(spec(launcher="ipexrun"))[0]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--extra-mpi-params", "--extra_mpi_params", default="", type=str)
+    known, _ = parser.parse_known_args(argv[1:])
+    assert known.extra_mpi_params == "-iface eth1 -branch-count 3"
 
 
 @pytest.mark.parametrize("version", ["two", "2", "", "2.x"])

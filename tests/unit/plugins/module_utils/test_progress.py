@@ -272,6 +272,23 @@ def test_a_relaying_launchers_label_in_front_of_the_rank_prefix_is_passed_over()
     ]
 
 
+def test_intel_mpis_rank_label_in_front_of_the_rank_prefix_is_passed_over() -> None:
+    # ipexrun runs mpiexec.hydra -l, which puts "[<rank>] " in front of every line of a rank.
+    text = (
+        f"[2] [rank 2 node3] {events.RANK_STARTED}\n"
+        "[0] [rank 0 node1] epoch 1 loss 0.35\n"
+        f"[1] [rank 1 node2] {events.RANK_ENDED} 3\n"
+        "[1]  [rank 1 node2] two spaces: not the label\n"
+    )
+
+    assert progress.progress_records({"ipexrun.log": text}) == [
+        {"kind": "started", "rank": 2, "node": "node3"},
+        {"kind": "output", "rank": 0, "node": "node1", "text": "epoch 1 loss 0.35"},
+        {"kind": "epoch", "rank": 0, "node": "node1", "epoch": 1, "loss": 0.35, "samples_per_s": None},
+        {"kind": "ended", "rank": 1, "node": "node2", "code": 3},
+    ]
+
+
 def test_lines_without_the_rank_prefix_are_ignored() -> None:
     text = (
         "W0101 torch.distributed.run: Setting OMP_NUM_THREADS\n"

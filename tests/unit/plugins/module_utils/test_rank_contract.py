@@ -77,6 +77,8 @@ LAUNCHER_ENVS["horovodrun"] = {
     "HOROVOD_CROSS_RANK": "2",
 }
 # tensorflow: the launch script gives each node's one worker torchrun's variables itself (launch._tensorflow).
+# ipexrun's ranks are started by Intel MPI's mpiexec.hydra.
+LAUNCHER_ENVS["ipexrun"] = LAUNCHER_ENVS["mpiexec"]
 LAUNCHER_ENVS["tensorflow"] = {**LAUNCHER_ENVS["torchrun"], "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
 TORCHRUN = LAUNCHER_ENVS["torchrun"]
 MINIMAL = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}  # what every launcher gives, one way or another
