@@ -85,6 +85,7 @@ class ActionModule(ActionBase):
             preflight.merge_hosts(found, hosts)
             + preflight.inventory_problems(launchers, workers, entries, groups)
             + preflight.runtime_problems(values[first][0])
+            + preflight.shell_word_problems(values[first][0])
             + preflight.scheduler_problems(values[first][0], hosts)
             + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
         )

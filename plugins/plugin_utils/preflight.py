@@ -17,7 +17,12 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.multinode.training.plugins.module_utils import launch, slurm
-from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME, NODE_NAME
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
+    ENV_NAME,
+    NODE_NAME,
+    PLACEHOLDERS,
+    expand_placeholders,
+)
 
 # The roles a training run uses (provision.yml + launch.yml): their inputs are all checked up front, so a
 # mistake in a launch variable cannot surface after the nodes were provisioned.
@@ -162,8 +167,6 @@ REMOVED: dict[str, str] = _aliases(
 WIRED: dict[str, str] = {"container_runtime_image": "cluster_image"}
 # Facts the cluster role records (the cluster contract): a value the inventory gives them is overridden, not an input.
 RECORDED = ("cluster", "cluster_node")
-# Values the roles no longer take, and what replaced them: said after the argument spec's refusal.
-LEGACY_VALUES: dict[tuple[str, str], str] = {("launcher_type", "ipexrun"): launch.IPEXRUN_LEGACY}
 
 PORT = _int_in(1, 65535, "a port from 1 to 65535")
 POSITIVE = _int_in(1, None, "a whole number of seconds > 0")
@@ -224,9 +227,7 @@ def value_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str
         if name in options:
             result = ArgumentSpecValidator({name: dict(options[name])}).validate({name: value})
             if result.error_messages:
-                hint = LEGACY_VALUES.get((name, str(value)))
-                messages = [f"{message}; {hint}" if hint else message for message in result.error_messages]
-                problems += [Problem(name, message) for message in messages]
+                problems += [Problem(name, message) for message in result.error_messages]
                 continue
             # A path is judged as written: the nodes get it so, not expanded on the controller as the spec does.
             if options[name].get("type") != "path":
@@ -316,6 +317,36 @@ def ranks_per_node_problems(values: Mapping[str, Any]) -> list[Problem]:
         return []
     message = f"{ranks!r} is not allowed with launcher_type={launcher}, which runs one worker per node (it uses the node's cores itself); use 1 or auto"
     return [Problem("launcher_nproc_per_node", message)]
+
+
+def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:
+    """A launcher that hands the program's words to a shell joined by spaces (launch.SHELL_JOINED) given a script,
+    argument or launcher_env value a shell would split or expand, which the launch script would refuse only after
+    provisioning. A placeholder stands for a path of the job, which the cluster's names keep shell-safe. ``values``
+    are the launcher host's own."""
+    launcher = values.get("launcher_type") or "torchrun"
+    if launcher not in launch.SHELL_JOINED:
+        return []
+    stand_ins = dict.fromkeys(PLACEHOLDERS, "path")
+    words = {
+        "launcher_script": [str(values.get("launcher_script") or "")],
+        "launcher_script_args": expand_placeholders([str(word) for word in _listed(values.get("launcher_script_args"))], stand_ins),
+        "launcher_env": [f"{name}={value}" for name, value in _mapped(values.get("launcher_env")).items()],
+    }
+    message = f"launcher_type={launcher} joins the program's words with spaces and runs them through a shell, which would split or expand"
+    return [
+        Problem(name, f"{message}: {', '.join(map(repr, unsafe))}")
+        for name, given in words.items()
+        if (unsafe := launch.shell_unsafe([word for word in given if word]))
+    ]
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _mapped(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 # The backends whose ranks run on Intel GPUs through Level Zero, which opens the GPU's render node.

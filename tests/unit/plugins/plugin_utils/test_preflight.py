@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_collections.multinode.training.plugins.module_utils import launch
+from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry as HostfileEntry
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 from ansible_collections.multinode.training.plugins.plugin_utils.preflight import HostEntry, Problem
 
@@ -39,10 +41,6 @@ ENV_NAMES = "a name is letters, digits and _, not starting with a digit"
 ENV_VALUES = "are lists or mappings; use a string or number"
 RUNTIME = "must be one of: container, host, got: "
 RENAMED_HINT = "is no longer read; set {} instead (per host, per group or -e)"
-IPEXRUN_HINT = (
-    "ipexrun is legacy: Intel Extension for PyTorch stopped after 2.8 and torch-ccl (backend ccl) is end of life;"
-    " on PyTorch XPU builds (2.8 and later) run torchrun or mpiexec with launcher_backend=xccl"
-)
 
 
 def load_yaml(path: Path) -> Any:
@@ -97,10 +95,8 @@ BAD_VALUES = [
     case("launcher_timeout", 2.5, "of type float and we were unable to convert to int"),
     case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
     # choices from the argument specs, or a rule for a playbook-level variable
-    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, tensorflow, slurm, got: srun"),
+    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, ipexrun, tensorflow, slurm, got: srun"),
     case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, xccl, got: nccl"),
-    # a value the roles no longer take names what replaced it
-    case("launcher_type", "ipexrun", f"got: ipexrun; {IPEXRUN_HINT}"),
     case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
     *[case(port, value, f"{value!r} is not allowed; {PORT_RANGE}") for port in PORTS for value in (0, 70000, -1)],
@@ -160,6 +156,7 @@ GOOD_VALUES = [
     ("cluster_runtime", "container"),
     ("cluster_runtime", "host"),
     ("launcher_type", "mpiexec"),
+    ("launcher_type", "ipexrun"),
     ("launcher_backend", "xccl"),
 ]
 
@@ -437,6 +434,66 @@ def test_only_torchrun_and_mpiexec_run_on_the_hosts(values: dict[str, str], prob
     assert preflight.runtime_problems(values) == problems
 
 
+# ------------------------------------------------------------------------------------------------ shell_word_problems
+
+SHELL_SPLITS = "launcher_type={} joins the program's words with spaces and runs them through a shell, which would split or expand: {}"
+
+
+@pytest.mark.parametrize("launcher", ["ipexrun", "deepspeed"])
+@pytest.mark.parametrize(
+    ("values", "problems"),
+    [
+        ({}, []),
+        ({"launcher_script_args": ["--epochs", 3, "--out", "{output_dir}/model.pt", "--lr=0.1"]}, []),
+        ({"launcher_script_args": ["--name", "my run"]}, [("launcher_script_args", "'my run'")]),
+        ({"launcher_script_args": ["--glob", "*.csv", "$HOME"]}, [("launcher_script_args", "'*.csv', '$HOME'")]),
+        ({"launcher_script": "my train.py"}, [("launcher_script", "'my train.py'")]),
+        ({"launcher_env": {"OMP_PROC_BIND": "close", "NOTE": "a;b"}}, [("launcher_env", "'NOTE=a;b'")]),
+        (
+            {"launcher_script": "x y.py", "launcher_script_args": ["a b"]},
+            [("launcher_script", "'x y.py'"), ("launcher_script_args", "'a b'")],
+        ),
+    ],
+)
+def test_shell_joined_launchers_refuse_words_a_shell_would_change(
+    launcher: str, values: dict[str, Any], problems: list[tuple[str, str]]
+) -> None:
+    found = preflight.shell_word_problems({**values, "launcher_type": launcher})
+    assert found == [Problem(name, SHELL_SPLITS.format(launcher, words)) for name, words in problems]
+
+
+@pytest.mark.parametrize("launcher", [None, "torchrun", "mpiexec", "mpirun", "horovodrun", "tensorflow", "slurm"])
+def test_launchers_that_pass_words_as_they_are_take_any_argument(launcher: str | None) -> None:
+    values = {"launcher_script": "my train.py", "launcher_script_args": ["my run", "$HOME"], "launcher_env": {"A": "b c"}}
+    assert preflight.shell_word_problems({**values, "launcher_type": launcher}) == []
+
+
+def test_every_shell_joined_launcher_refuses_at_launch_what_the_preflight_refuses() -> None:
+    assert set(launch.SHELL_JOINED) == {
+        name for name in launch.LAUNCHERS if _launch_refuses_shell_words(name)
+    }
+
+
+def _launch_refuses_shell_words(launcher: str) -> bool:
+    hosts = [HostfileEntry(name=f"node{index}", address=f"10.0.0.{index}", slots=1) for index in (1, 2)]
+    spec = launch.LaunchSpec(
+        launcher=launcher,
+        hosts=hosts,
+        launcher_address="10.0.0.1",
+        iface="eth0",
+        hostfile_path="/job/hostfile",
+        ssh_port=2222,
+        job_id="job",
+        command=["python3", "train.py", "my run"],
+        omp_num_threads=1,
+    )
+    try:
+        launch.build(spec)
+    except launch.LaunchError as error:
+        return "through a shell" in str(error)
+    return False
+
+
 # ------------------------------------------------------------------------------------------------ ranks_per_node_problems
 
 ONE_WORKER = Problem(
@@ -492,7 +549,7 @@ def test_nodes_that_have_what_the_backend_needs_give_no_problem(backend: str, de
 # ------------------------------------------------------------------------------------------------ merge_hosts
 
 HOSTS = ["node0", "node1", "node2"]
-BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, tensorflow, slurm, got: srun")
+BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, ipexrun, tensorflow, slurm, got: srun")
 BAD_PORT = Problem("cluster_ssh_port", f"0 is not allowed; {PORT_RANGE}")
 
 
