@@ -9,14 +9,20 @@ LAUNCHER ?= torchrun
 RUNTIME ?= $(if $(filter slurm,$(LAUNCHER)),host,container)
 SCHEDULER ?= $(if $(filter slurm,$(LAUNCHER)),slurm,none)
 # Launchers that need an image variant (images/training-<variant>/), built only when asked for.
-VARIANTS ?= $(filter deepspeed tensorflow,$(LAUNCHER)) $(if $(filter horovodrun,$(LAUNCHER)),horovod)
+VARIANTS ?= $(filter deepspeed tensorflow,$(LAUNCHER)) $(if $(filter horovodrun,$(LAUNCHER)),horovod) \
+	$(if $(filter ipexrun,$(LAUNCHER)),ipex)
 # The training code: the collection's PyTorch example, or for TensorFlow its Keras example.
 WORKLOAD ?= $(if $(filter tensorflow,$(LAUNCHER)),$(CURDIR)/examples/tensorflow_mnist)
 IMAGE_CACHE := $(or $(MULTINODE_CACHE),$(HOME)/.cache/multinode-training)/images
+# A variant's tarball (up to 8 GB) is loaded by each node from the image cache, which the simulated nodes see
+# read-only at the same path (shared storage), instead of being copied to each node first.
 IMAGE_VARS := $(foreach variant,$(VARIANTS),-e cluster_image=multinode/training-$(variant):latest \
-	-e container_runtime_image_tarball=$(IMAGE_CACHE)/multinode_training-$(variant)_latest.tar)
+	-e container_runtime_image_tarball=$(IMAGE_CACHE)/multinode_training-$(variant)_latest.tar \
+	-e container_runtime_tarball_on_nodes=true)
+SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE_CACHE)", "target": "$(IMAGE_CACHE)", \
+	"read_only": true}]}'
 
-.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod venv host images wheels sim train down clean
+.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
@@ -41,7 +47,7 @@ wheels: venv ## Intel's runtimes from PyPI for the oneapi role's pip method (cac
 	PYTHON=$(VENV)/bin/python scripts/oneapi-wheels.sh
 
 sim: venv images ## create the simulated cluster and inventories/sim
-	$(PLAYBOOK) harness/sim_cluster.yml
+	$(PLAYBOOK) harness/sim_cluster.yml $(SIM_VARS)
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \
@@ -76,6 +82,10 @@ molecule-tensorflow: venv host ## opt-in: Keras digits with MultiWorkerMirroredS
 molecule-horovod: venv host ## opt-in: Horovod (horovodrun, Gloo) across 3 sim nodes in the Horovod variant (builds 9 min)
 	scripts/images.sh horovod
 	molecule test -s horovod
+
+molecule-ipex: venv host ## opt-in: ipexrun (Intel Extension for PyTorch 2.8, legacy) across 3 sim nodes in the IPEX variant (8 GB)
+	scripts/images.sh ipex
+	molecule test -s ipex
 
 down: venv ## remove the simulated cluster (nodes, network, their Docker volumes)
 	$(PLAYBOOK) harness/sim_teardown.yml
