@@ -14,6 +14,7 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
 from ansible_collections.multinode.training.plugins.module_utils.launch import (
     HOSTFILE_DIALECT,
     LAUNCHERS,
+    SHELL_JOINED,
     LaunchError,
     LaunchSpec,
     build,
@@ -361,6 +362,17 @@ def test_launchers_and_hostfile_dialects():
 
 
 # ---------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_shell_joined_names_every_launcher_that_refuses_words_a_shell_would_split(launcher):
+    # The preflight refuses such words up front for SHELL_JOINED; the builder refuses them at launch.
+    try:
+        build(spec(launcher=launcher, command=COMMAND + ["my run"]))
+        refused = False
+    except LaunchError as error:
+        refused = "through a shell" in str(error)
+    assert refused == (launcher in SHELL_JOINED)
 
 
 def test_unknown_launcher():

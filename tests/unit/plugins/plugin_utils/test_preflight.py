@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_collections.multinode.training.plugins.module_utils import launch
-from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry as HostfileEntry
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 from ansible_collections.multinode.training.plugins.plugin_utils.preflight import HostEntry, Problem
 
@@ -466,32 +464,6 @@ def test_shell_joined_launchers_refuse_words_a_shell_would_change(
 def test_launchers_that_pass_words_as_they_are_take_any_argument(launcher: str | None) -> None:
     values = {"launcher_script": "my train.py", "launcher_script_args": ["my run", "$HOME"], "launcher_env": {"A": "b c"}}
     assert preflight.shell_word_problems({**values, "launcher_type": launcher}) == []
-
-
-def test_every_shell_joined_launcher_refuses_at_launch_what_the_preflight_refuses() -> None:
-    assert set(launch.SHELL_JOINED) == {
-        name for name in launch.LAUNCHERS if _launch_refuses_shell_words(name)
-    }
-
-
-def _launch_refuses_shell_words(launcher: str) -> bool:
-    hosts = [HostfileEntry(name=f"node{index}", address=f"10.0.0.{index}", slots=1) for index in (1, 2)]
-    spec = launch.LaunchSpec(
-        launcher=launcher,
-        hosts=hosts,
-        launcher_address="10.0.0.1",
-        iface="eth0",
-        hostfile_path="/job/hostfile",
-        ssh_port=2222,
-        job_id="job",
-        command=["python3", "train.py", "my run"],
-        omp_num_threads=1,
-    )
-    try:
-        launch.build(spec)
-    except launch.LaunchError as error:
-        return "through a shell" in str(error)
-    return False
 
 
 # ------------------------------------------------------------------------------------------------ ranks_per_node_problems
