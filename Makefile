@@ -64,12 +64,14 @@ lint: venv ## ansible-lint (production profile); README variable tables match th
 sanity: venv ## ansible-test sanity on the collection as ansible-galaxy builds it
 	scripts/ansible_test.sh sanity
 
+# VARIANTS (e.g. make test VARIANTS=ipex) builds those image variants and runs their stack scenarios after the rest.
 molecule: venv host images wheels
 	molecule test -s default
 	molecule test -s oneapi
 	molecule test -s gpu_drivers
 	molecule test -s container_runtime
 	molecule test -s slurm
+	$(foreach variant,$(VARIANTS),molecule test -s $(variant) &&) true
 
 molecule-deepspeed: venv host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed
