@@ -77,11 +77,13 @@ build_base() {
   rm -rf "$rootfs"
 }
 
-# The build stages' images are left untagged; they are removed (the IPEX variant's is 12 GB): a rebuild starts over.
+# The build stages' images are left untagged; they are removed, after a failed build too, with its containers (the
+# IPEX variant's build stage is 12 GB): a rebuild starts over.
 build_dir() {
-  local name=$1 hash=$2 dir=$3
-  docker build -q --label "multinode.inputs=$hash" -t "$name" "$dir" >/dev/null
+  local name=$1 hash=$2 dir=$3 status=0
+  docker build -q --force-rm --label "multinode.inputs=$hash" -t "$name" "$dir" >/dev/null || status=$?
   docker image prune -f >/dev/null
+  return "$status"
 }
 
 build_sim_node() { build_dir "$1" "$2" "$ROOT/images/sim-node"; }
