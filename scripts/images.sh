@@ -15,7 +15,7 @@
 #   multinode/training-tensorflow:latest  the training image plus tensorflow-cpu 2.21.0, Keras 3 and tf-keras 2.21
 #   multinode/training-horovod:latest     the training image plus Horovod 0.28.1 (torch, Gloo, MPI), built from source
 #   multinode/training-ipex:latest        the training image's recipe with torch 2.8.0 and Intel Extension for PyTorch
-#                                         2.8.0 (ipexrun) in place of torch 2.13.0: about 7 GB (torch 2.8's CUDA wheels)
+#                                         2.8.0 (ipexrun) in place of torch 2.13.0: about 8 GB (torch 2.8's CUDA wheels)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
