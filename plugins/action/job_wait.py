@@ -10,8 +10,11 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.module_utils.run_report import write_json
+from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower, show
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, STALL_FILE, Follower, show
 
 display = Display()
 
@@ -27,6 +30,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "check_pid": {"type": "bool", "default": False},
     "liveness_every": {"type": "int", "default": 10},
     "until": {"type": "str", "default": "launcher_exit", "choices": ["launcher_exit", "ranks_succeeded"]},
+    "stall_timeout": {"type": "int", "default": 0},
 }
 
 
@@ -41,13 +45,17 @@ class ActionModule(ActionBase):
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to follow"}
         run_dir = Path(args["run_dir"])
         run_dir.mkdir(parents=True, exist_ok=True)
-        follower = Follower(run_dir=run_dir, world_size=args["world_size"], heartbeat_seconds=args["heartbeat"])
+        follower = Follower(
+            run_dir=run_dir, world_size=args["world_size"], heartbeat_seconds=args["heartbeat"],
+            watchdog=Watchdog(timeout=args["stall_timeout"]),
+        )
         cancel_file = Path(args["cancel_file"] or run_dir / CANCEL_FILE)
-        ended_by, cancelled, offsets = self._follow(args, follower, cancel_file, task_vars or {})
+        ended_by, cancelled, offsets, stall = self._follow(args, follower, cancel_file, task_vars or {})
         result.update(
             changed=False,
             ended_by=ended_by,
             cancelled=cancelled,
+            stalled=stall.describe() if stall else None,
             launcher_exit_code=follower.launcher_exit_code,
             ranks_started=len(follower.started),
             offsets=offsets,
@@ -58,12 +66,14 @@ class ActionModule(ActionBase):
 
     def _follow(
         self, args: dict[str, Any], follower: Follower, cancel_file: Path, task_vars: dict[str, Any]
-    ) -> tuple[str, bool, dict[str, int]]:
+    ) -> tuple[str, bool, dict[str, int], Stall | None]:
         """Poll until the launch script logged its exit (or, with until=ranks_succeeded, every rank ended with 0), its
-        process or container is gone, or time is up. How it ended, whether it was cancelled, the logs' offsets."""
+        process or container is gone, or time is up. How it ended, whether it was cancelled, the logs' offsets, the
+        stall that stopped it."""
         deadline = time.monotonic() + args["timeout"]
         offsets: dict[str, int] = {}
         cancelled = False
+        stall: Stall | None = None
         next_liveness = time.monotonic() + args["liveness_every"]
         while True:
             polled = time.monotonic()
@@ -77,10 +87,14 @@ class ActionModule(ActionBase):
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
             offsets = dict(status["offsets"])
             show(follower, status["chunks"])
+            if not cancelled and stall is None:
+                stall = follower.watchdog.stalled(time.monotonic())
+                if stall is not None:
+                    self._stop_stalled(args, follower, stall, task_vars)
             if follower.ended:
-                return "launcher_exit", cancelled, offsets
+                return "launcher_exit", cancelled, offsets, stall
             if args["until"] == "ranks_succeeded" and follower.ranks_succeeded and not cancelled:
-                return "ranks_succeeded", cancelled, offsets
+                return "ranks_succeeded", cancelled, offsets, stall
             gone = status.get("launcher_running") is False
             if args["container"] and polled >= next_liveness:
                 next_liveness = polled + args["liveness_every"]
@@ -89,7 +103,15 @@ class ActionModule(ActionBase):
                 # What the launcher wrote in its last moments.
                 last = execute(self, "multinode.training.job_status", task_vars, {"job_dir": args["job_dir"], "offsets": offsets})
                 show(follower, last["chunks"])
-                return ("not_running" if gone else "timeout"), cancelled, dict(last["offsets"])
+                return ("not_running" if gone else "timeout"), cancelled, dict(last["offsets"]), stall
+
+    def _stop_stalled(self, args: dict[str, Any], follower: Follower, stall: Stall, task_vars: dict[str, Any]) -> None:
+        """Say which rank stalled, keep it for the summary (stall.json) and stop the job on every node."""
+        record = {**stall.as_record(), "detected_at": round(time.time(), 3)}
+        write_json(follower.run_dir / STALL_FILE, record)
+        display.display(f"[{follower.run_dir.name}] {follower.note(record)}: stopping the job on every node")
+        execute(self, "multinode.training.job_status", task_vars,
+                {"job_dir": args["job_dir"], "stop": True, "stop_reason": events.STOP_STALLED})
 
     @staticmethod
     def _ranks_to_end(args: dict[str, Any], follower: Follower) -> int:

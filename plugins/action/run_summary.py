@@ -4,14 +4,20 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
-from ansible_collections.multinode.training.plugins.module_utils.run_report import run_summary, write_json
+from ansible_collections.multinode.training.plugins.module_utils import events, restart
+from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary, write_json
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
+    ATTEMPTS_DIR, COLLECTED_DIR, SUMMARY_FILE, append_record,
+)
 
-SUMMARY_FILE = "summary.json"
+display = Display()
 ARGUMENT_SPEC: dict[str, Any] = {
     "run_dir": {"type": "path", "required": True},
     "job_id": {"type": "str", "required": True},
@@ -27,6 +33,11 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "phase_stats": {"type": "dict", "default": {}},
     "settings": {"type": "dict", "default": {}},
     "scheduler": {"type": "dict", "default": {}},
+    "attempt": {"type": "int", "default": 1},
+    "restarts": {"type": "list", "elements": "dict", "default": []},
+    "max_restarts": {"type": "int", "default": 0},
+    "restart_on": {"type": "list", "elements": "str", "default": list(restart.INFRASTRUCTURE_KINDS),
+                   "choices": list(restart.RESTART_ON_CHOICES)},
 }
 
 
@@ -38,8 +49,33 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         summary = run_summary(args)
-        path = Path(args["run_dir"]) / SUMMARY_FILE
+        restarts = restart.completed(args["restarts"], summary)
+        decision = restart.decide(
+            summary, restarts_used=len(restarts), max_restarts=args["max_restarts"], restart_on=args["restart_on"]
+        )
+        if decision.restart:
+            restarts.append(restart.new_entry(summary, args["attempt"]))
+        summary.update(attempt=args["attempt"], restarts=restarts)
+        if summary["status"] != "succeeded":
+            summary["restart_verdict"] = decision.why
+        run_dir = Path(args["run_dir"])
+        path = run_dir / SUMMARY_FILE
+        if decision.restart:
+            path = run_dir / ATTEMPTS_DIR / str(args["attempt"]) / SUMMARY_FILE
         if not self._task.check_mode:
+            if decision.restart:
+                self._set_attempt_aside(run_dir, path.parent, decision)
             write_json(path, summary)
-        result.update(changed=True, path=str(path), summary=summary)
+        result.update(changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=restarts)
         return result
+
+    @staticmethod
+    def _set_attempt_aside(run_dir: Path, attempt_dir: Path, decision: restart.Decision) -> None:
+        """Move the failed attempt's collected files and stall out of the way of the next one; say it restarts."""
+        attempt_dir.mkdir(parents=True, exist_ok=True)
+        for name in (COLLECTED_DIR, STALL_FILE):
+            if (run_dir / name).exists():
+                shutil.move(str(run_dir / name), str(attempt_dir / name))
+        record = {"kind": events.RESTART, "attempt": int(attempt_dir.name), "text": decision.why}
+        append_record(run_dir, record)
+        display.display(f"[{run_dir.name}] {decision.why} (its logs: {attempt_dir})")

@@ -20,8 +20,14 @@ ABORT = "abort"  # the launch script stops the job: {"reason"}
 LAUNCHER_EXIT = "launcher_exit"  # the launcher (or the launch script's own check) ended: {"code"}
 CANCEL = "cancel"  # a stop was asked for (<job_dir>/stop appeared): the job is stopped, its status is cancelled
 
-# The file whose appearance in the job directory on the launcher node stops the job (job_status stop=true).
+# Written by the controller (job_wait, run_summary) to the run's progress.jsonl, never to the node's logs.
+STALL = "stall"  # the watchdog found no rank making progress: {"ranks", "seconds"}
+RESTART = "restart"  # the job is relaunched from its newest checkpoint: {"attempt", "cause", "kind"}
+
+# The file whose appearance in the job directory on the launcher node stops the job (job_status stop=true). Empty, the
+# stop is a cancel; holding STOP_STALLED, the watchdog stopped a stalled job (the launch script logs an abort).
 STOP_FILE = "stop"
+STOP_STALLED = "stalled"
 # The launch script's process id, in the job directory (meaningful where the script runs on the host itself).
 LAUNCH_PID_FILE = "launch.pid"
 
@@ -32,6 +38,12 @@ LAUNCH_PID_FILE = "launch.pid"
 RANK_LINE_PREFIX = "[rank {rank} {node}] "
 RANK_STARTED = "-- multinode: rank started"
 RANK_ENDED = "-- multinode: rank ended"
+# Every BEAT_SECONDS while the rank runs, the rank wrapper's watcher adds RANK_BEAT, the rank process's state letter
+# (R, S, D, T, ...) and the CPU seconds the rank and every process under it used so far: the stall watchdog's input.
+RANK_BEAT = "-- multinode: rank beat"
+BEAT_SECONDS = 5
+# The watcher's dump of a rank's Python stacks (py-spy) when it made no progress for a while, in the job's logs/.
+STACK_DUMP = "stack-rank-{rank}.txt"
 
 # The optional protocol of training scripts: {"event": "epoch", "epoch": 3, "loss": 0.4, "samples_per_s": 812.5}
 # from rank 0 after each epoch, and {"event": "result", "test_accuracy": 0.96, ...} once at the end (every

@@ -45,6 +45,16 @@ def earlier_run(job_dir: str, keep: Iterable[str]) -> list[str]:
     return sorted(path for path in (os.path.join(job_dir, name) for name in os.listdir(job_dir)) if os.path.abspath(path) not in kept)
 
 
+# What one attempt of a job logs in its directory, which the next attempt after a restart must not read: the logs
+# and rank status, the stop file and the process ids (events.STOP_FILE, events.LAUNCH_PID_FILE, the agents').
+ATTEMPT_FILES = COLLECTED_DIRS + ("stop", "launch.pid", "agent.pid", "slurm.jobid")
+
+
+def earlier_attempt(job_dir: str) -> list[str]:
+    """What the failed attempt of the job left in ``job_dir`` that the next one must not read (ATTEMPT_FILES)."""
+    return [path for path in (os.path.join(job_dir, name) for name in ATTEMPT_FILES) if os.path.lexists(path)]
+
+
 def remove_paths(paths: Iterable[str]) -> None:
     """Remove files, links and directory trees."""
     for path in paths:

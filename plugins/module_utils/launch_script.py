@@ -48,6 +48,7 @@ ABORT_GRACE_SECONDS = 20
 # JSON fragments of event lines, expanded by bash (inside double quotes).
 _CODE_FIELD = r', \"code\": $code'
 _NODE_CODE_FIELDS = r', \"node\": \"$1\", \"code\": $code'
+_STALLED_FIELD = r', \"reason\": \"a rank stalled (the watchdog)\"'
 
 
 def render_launch_script(
@@ -116,10 +117,12 @@ def _preamble(spec: LaunchSpec, job_dir: str, work_dir: str, env_script: str) ->
         _EVENT_FUNCTION,
         f"event {events.LAUNCH} {shlex.quote(launcher_field)}",
         f"echo $$ >{shlex.quote(posixpath.join(job_dir, events.LAUNCH_PID_FILE))}",
-        f"# The job is cancelled when {events.STOP_FILE} appears in its directory: this script gets SIGTERM.",
+        f"# The job is stopped when {events.STOP_FILE} appears in its directory: this script gets SIGTERM. Empty, the",
+        f"# stop is a cancel; holding {events.STOP_STALLED}, the stall watchdog stopped the job.",
         f"stop_file={shlex.quote(posixpath.join(job_dir, events.STOP_FILE))}",
         '( while [ ! -e "$stop_file" ]; do kill -0 $$ 2>/dev/null || exit 0; sleep 1; done;'
-        f" event {events.CANCEL}; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &",
+        f' if [ "$(cat "$stop_file")" = {events.STOP_STALLED} ]; then {_event(events.ABORT, _STALLED_FIELD)};'
+        f" else event {events.CANCEL}; fi; kill -TERM $$ ) </dev/null >/dev/null 2>&1 &",
     ]
 
 

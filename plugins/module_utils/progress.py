@@ -39,6 +39,8 @@ _LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+
 _RATE_TEXT = re.compile(r"(\d+(?:\.\d*)?)\s*(?:samples|images|img|it)\s*/\s*s(?:ec)?\b", re.IGNORECASE)
 # The rank wrapper's last line: events.RANK_ENDED and the rank's exit code.
 _RANK_ENDED = re.compile(re.escape(events.RANK_ENDED) + r" (-?\d+)")
+# The rank wrapper's beat: events.RANK_BEAT, the rank's process state and the CPU seconds it used so far.
+_RANK_BEAT = re.compile(re.escape(events.RANK_BEAT) + r" (\S+) (\d+(?:\.\d+)?)")
 # Log files the job_status module leaves out: each rank's own log repeats its lines without the prefix.
 _RANK_LOG = re.compile(r"rank-\d+\.log")
 LAUNCHER_LOG = "launcher.log"
@@ -151,8 +153,8 @@ def epoch_of(text: str) -> dict[str, Any] | None:
 
 
 def progress_records(chunks: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The records in new log text: ``started``, ``ended``, ``epoch``, ``output`` (every other rank line) file by
-    file, then the launch script's ``node_exit``, ``abort``, ``cancel`` and ``launcher_exit`` events.
+    """The records in new log text: ``started``, ``ended``, ``beat``, ``epoch``, ``output`` (every other rank line)
+    file by file, then the launch script's ``node_exit``, ``abort``, ``cancel`` and ``launcher_exit`` events.
 
     The launch script logs a node's exit after that node's output ended, and read_new_text reads its log before
     the nodes' logs: the ranks' lines of the same read come first, whatever the files are called."""
@@ -185,6 +187,9 @@ def _rank_records(line: str) -> list[dict[str, Any]]:
     ended = _RANK_ENDED.fullmatch(text)
     if ended is not None:
         return [{"kind": "ended", "rank": rank, "node": node, "code": int(ended.group(1))}]
+    beat = _RANK_BEAT.fullmatch(text)
+    if beat is not None:
+        return [{"kind": "beat", "rank": rank, "node": node, "state": beat.group(1), "cpu_seconds": float(beat.group(2))}]
     output = {"kind": "output", "rank": rank, "node": node, "text": text}
     epoch = epoch_of(text)
     return [output] if epoch is None else [output, {"kind": "epoch", "rank": rank, "node": node, **epoch}]

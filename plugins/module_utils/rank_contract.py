@@ -174,6 +174,7 @@ def render_rank_wrapper(
     *,
     env_script: str = "",
     backend: str = "",
+    stack_dump_after: int = 0,
 ) -> str:
     """``rank.sh`` for one node: run ``"$@"`` as one rank of the job, with the standard environment.
 
@@ -184,7 +185,10 @@ def render_rank_wrapper(
     ``job.work_dir`` under ``setpriv --pdeathsig KILL`` (it dies with its
     wrapper), its output also appended to ``logs/rank-<RANK>.log``. SIGTERM,
     SIGINT and SIGHUP are passed on to it, and the status file then says
-    ``stopped``. The wrapper exits with the rank's exit code.
+    ``stopped`` (a rank frozen by SIGSTOP gets SIGCONT after it, so it can act on the signal). The wrapper exits
+    with the rank's exit code. While the rank runs, a watcher reports its state and CPU seconds every
+    ``events.BEAT_SECONDS`` on the launcher's stream (the stall watchdog's input) and, after ``stack_dump_after``
+    seconds without progress (0: never), dumps its Python stacks with py-spy into ``logs/stack-rank-<RANK>.txt``.
     """
     if not NODE_NAME.fullmatch(node.node):
         raise ContractError(f"node name {node.node!r}: use letters, digits and . _ : @ + - only")
@@ -207,7 +211,7 @@ def render_rank_wrapper(
     lines += [_contract_line(variable, node) for variable in CONTRACT]
     lines += _backend_lines(backend)
     lines += [f"export {name}={shlex.quote(value)}" for name, value in job.variables().items()]
-    lines += ["", *_supervision(node.node, job)]
+    lines += ["", *_supervision(node.node, job, stack_dump_after)]
     return "\n".join(lines) + "\n"
 
 
@@ -241,7 +245,60 @@ def _double_quoted(text: str) -> str:
     return re.sub(r'([\\$`"}])', r"\\\1", text)
 
 
-def _supervision(node: str, job: JobPaths) -> list[str]:
+# CPU seconds a rank (with every process under it) must use between two beats to count as working when it printed
+# nothing: a rank blocked in a collective or frozen uses (almost) none.
+BUSY_CPU_SECONDS = 0.1
+
+
+def _watcher(stack_dump_after: int) -> list[str]:
+    """The bash function ``watch_rank``: beats on the launcher's stream, and the stack dump of a rank without progress.
+
+    Progress is output (the rank's log grew) or CPU time (the rank and its descendants, from /proc: data loader
+    workers count); a stopped rank (state T) makes none. Every command it starts keeps away from the launcher's
+    stream but its own beats, so it never holds the rank's output open after the rank ended.
+    """
+    lines = [
+        "# Every few seconds the rank's state and CPU seconds (it and every process under it) on the launcher's stream:",
+        "# the stall watchdog's input. Without progress (output or CPU) for a while, its Python stacks go to logs/.",
+        "watch_rank() {",
+        "  local tick file stat pid up fields state total idle=0 dumped=false last_total=-1 last_size=-1 size",
+        "  local -A parent ticks",
+        "  tick=$(getconf CLK_TCK 2>/dev/null) || tick=100",
+        f'  while sleep {events.BEAT_SECONDS} </dev/null >/dev/null 2>&1; kill -0 "$child" 2>/dev/null; do',
+        "    parent=() ticks=() state=?",
+        "    for file in /proc/[0-9]*/stat; do",
+        '      read -r stat <"$file" 2>/dev/null || continue',
+        '      pid=${stat%% *} fields=(${stat##*") "})',
+        '      parent[$pid]=${fields[1]} ticks[$pid]=$((fields[11] + fields[12]))',
+        '      [ "$pid" != "$child" ] || state=${fields[0]}',
+        "    done",
+        "    total=0",
+        '    for pid in "${!ticks[@]}"; do',
+        '      up=$pid',
+        '      while [ "$up" -gt 1 ] && [ "$up" != "$child" ]; do up=${parent[$up]:-0}; done',
+        '      [ "$up" != "$child" ] || total=$((total + ticks[$pid]))',
+        "    done",
+        "    printf '%s%s %s %d.%02d\\n' \"$prefix\" " + shlex.quote(events.RANK_BEAT)
+        + ' "$state" $((total / tick)) $((total % tick * 100 / tick))',
+        '    size=$(stat -c %s "$log" 2>/dev/null) || size=0',
+        f'    if [ "$state" != T ] && {{ [ "$size" != "$last_size" ] || [ $((total - last_total)) -ge $((tick * {int(BUSY_CPU_SECONDS * 100)} / 100)) ]; }}; then',
+        "      idle=0 dumped=false",
+        "    else",
+        f"      idle=$((idle + {events.BEAT_SECONDS}))",
+        "    fi",
+        "    last_total=$total last_size=$size",
+    ]
+    dump = [
+        f'    if [ "$idle" -ge {stack_dump_after} ] && ! "$dumped"; then',
+        "      dumped=true",
+        f'      {{ date; py-spy dump --pid "$child" --nonblocking || echo "no stack dump: py-spy failed or is not installed";'
+        f' }} </dev/null >"$job_dir/logs/{events.STACK_DUMP.format(rank="$RANK")}" 2>&1',
+        "    fi",
+    ]
+    return lines + (dump if stack_dump_after > 0 else []) + ["  done", "}"]
+
+
+def _supervision(node: str, job: JobPaths, stack_dump_after: int = 0) -> list[str]:
     record = (
         'printf \'{"rank": %d, "node": "%s", "host": "%s", "started": %s%s}\\n\' '
         f'"$RANK" {node} "$(hostname)" "$started" "${{1:-}}" >"$status.tmp" && mv -f "$status.tmp" "$status"'
@@ -261,7 +318,7 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         "stopped=false",
         "signal=null",
         f"if ! cd {shlex.quote(job.work_dir)}; then code=1; record {ended}; exit 1; fi",
-        'trap \'stopped=true; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null\' TERM INT HUP',
+        'trap \'stopped=true; [ -z "$child" ] || { kill -TERM "$child"; kill -CONT "$child"; } 2>/dev/null\' TERM INT HUP',
         "# The launcher's stream gets every line behind the rank's prefix (the rank's log keeps it unchanged).",
         f'printf \'%s%s\\n\' "$prefix" {shlex.quote(events.RANK_STARTED)}',
         'exec {out}> >(tee -a "$log" | sed -u "s/^/$prefix/")',
@@ -270,6 +327,9 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         "err_pid=$!",
         'setpriv --pdeathsig KILL -- "$@" >&"$out" 2>&"$err" {out}>&- {err}>&- &',
         "child=$!",
+        *_watcher(stack_dump_after),
+        "watch_rank &",
+        "watcher=$!",
         'wait "$child"',
         "code=$?",
         "# A passed-on signal interrupts wait: wait until the rank has ended, then take its own status",
@@ -279,6 +339,7 @@ def _supervision(node: str, job: JobPaths) -> list[str]:
         '  wait "$child"',
         "  code=$?",
         "fi",
+        'kill "$watcher" 2>/dev/null',
         '[ "$code" -gt 128 ] && [ "$code" -lt 193 ] && signal=$((code - 128))',
         f"record {ended}",
         "# Its output is all in its log and on the launcher's stream before its end is announced (at most 2 s more",

@@ -32,12 +32,30 @@ from typing import Any
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 
 _DECODER = json.JSONDecoder()
+STALL_FILE = "stall.json"  # the watchdog's finding in the run directory (job_wait)
 COMMAND_NOT_FOUND = 127
 _DIAGNOSTIC_CHARS = 4000  # the tail of a log that explain_ssh_failure() reads
 
 # Ordering of failure reasons: what broke a node first, then what failed on its own (by time),
 # then the timeout, then what followed from an earlier failure.
 _NODE_DOWN, _FAILED, _TIMEOUT, _CONSEQUENCE = range(4)
+
+# What kind of failure a reason is (the summary's root_cause_kind; restart.py decides from it which are restarted).
+WORKER_LOST = "worker_lost"  # a worker container (or host-mode sshd) died or was removed
+NODE_LOST = "node_lost"  # a node did not answer the controller
+CONNECTION = "connection"  # the cluster's SSH refused or lost a node
+SIGNAL = "signal"  # a rank killed by a signal from outside (SIGKILL, SIGTERM, ...)
+STALL = "stall"  # no rank made progress (the watchdog)
+TEARDOWN_RACE = "teardown_race"  # gloo's exit race after the rank's work (pytorch/pytorch#117762)
+EXIT = "exit"  # a rank's own code failed: a non-zero exit or a signal it raised (SIGSEGV, SIGABRT, ...)
+TIMEOUT = "timeout"  # the job ran past launcher_timeout
+LAUNCHER = "launcher"  # the launcher itself could not run
+CANCELLED = "cancelled"  # a stop was asked for
+CONSEQUENCE = "consequence"  # followed from an earlier failure
+# Signals a process raises itself, from its own code (a fault, abort()): its exit is the code's, not the node's.
+SELF_RAISED_SIGNALS = frozenset(
+    {signals.SIGABRT, signals.SIGSEGV, signals.SIGFPE, signals.SIGILL, signals.SIGBUS, signals.SIGTRAP, signals.SIGSYS}
+)
 
 
 def parse_events(text: str) -> list[dict[str, Any]]:
@@ -72,11 +90,12 @@ class RunRecords:
     ssh_logs: dict[str, str] = field(default_factory=dict)
     agent_logs: dict[str, str] = field(default_factory=dict)
     mpi_log_tail: str = ""  # the end of the launcher node's mpiexec.log
+    stall: dict[str, Any] = field(default_factory=dict)  # the watchdog's stall.json, when it stopped the job
 
 
 def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
     """The records of every node under ``run_dir/nodes/<node>/``; missing files are simply absent."""
-    records = RunRecords()
+    records = RunRecords(stall=_json_object(_read(run_dir / STALL_FILE)))
     for node in node_names:
         logs = run_dir / "nodes" / node / "logs"
         status_dir = run_dir / "nodes" / node / "status"
@@ -153,6 +172,7 @@ class _Failure:
     tier: int
     time: float
     text: str
+    kind: str = field(default=CONSEQUENCE, compare=False)
 
 
 # What a rank prints when the gloo teardown race kills it at interpreter exit, after its work
@@ -181,12 +201,15 @@ def _rank_failures(
         elif status.get("stopped"):
             failures.append(_Failure(_CONSEQUENCE, ended, f"{where} was stopped after the failure (exit {code})"))
         elif status.get("signal"):
-            hint = ""
-            if status["signal"] == signals.SIGABRT and _TEARDOWN_ABORT in log_tails.get(rank, ""):
+            number, hint, kind = int(status["signal"]), "", SIGNAL
+            if number == signals.SIGABRT and _TEARDOWN_ABORT in log_tails.get(rank, ""):
                 hint = " at interpreter exit, after its work (the gloo teardown race of pytorch/pytorch#117762)"
-            failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(int(status['signal']))}{hint}"))
+                kind = TEARDOWN_RACE
+            elif number in SELF_RAISED_SIGNALS:
+                kind = EXIT
+            failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(number)}{hint}", kind))
         elif code != 0:
-            failures.append(_Failure(_FAILED, ended, f"{where} exited {code}"))
+            failures.append(_Failure(_FAILED, ended, f"{where} exited {code}", EXIT))
     return failures
 
 
@@ -199,15 +222,17 @@ def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
         agent = event.get("agent") or f"{launcher} agent"
         if kind == kinds.SSH_CHECK and code:
             reason = explain_ssh_failure(records.ssh_logs.get(str(node), ""), int(code))
-            failures.append(_Failure(_NODE_DOWN, when, f"{node}: {reason}"))
+            failures.append(_Failure(_NODE_DOWN, when, f"{node}: {reason}", CONNECTION))
         elif kind == kinds.STAGED and code:
-            failures.append(_Failure(_NODE_DOWN, when, f"{node}: the checkpoint to resume from could not be copied there"))
+            failures.append(
+                _Failure(_NODE_DOWN, when, f"{node}: the checkpoint to resume from could not be copied there", CONNECTION)
+            )
         elif kind == kinds.NODE_EXIT and code and event.get("after_abort"):
             failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {agent} stopped after the failure"))
         elif kind == kinds.NODE_EXIT and code == 255:
             # ssh's own failure: the connection to the node broke (its ranks' records say no more).
             reason = explain_ssh_failure(records.agent_logs.get(str(node), ""), int(code))
-            failures.append(_Failure(_FAILED, when, f"{node}: {reason}"))
+            failures.append(_Failure(_FAILED, when, f"{node}: {reason}", CONNECTION))
         elif kind == kinds.NODE_EXIT and code:
             # The agent ends non-zero after a rank of its node failed; that rank is the reason.
             failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {agent} exited {code}"))
@@ -220,7 +245,9 @@ _BOOTSTRAP_FAILED = re.compile(r"\[bstrap:[^@\]]*@([^\]]+)\] Error: Unable to ru
 def _bootstrap_failures(mpi_log: str) -> list[_Failure]:
     """Intel MPI's Hydra could not start its proxy on a node (over SSH): that node is the root cause."""
     return [
-        _Failure(_NODE_DOWN, 0.0, f"{target}: Intel MPI could not start its bootstrap proxy there (over SSH from {source})")
+        _Failure(
+            _NODE_DOWN, 0.0, f"{target}: Intel MPI could not start its bootstrap proxy there (over SSH from {source})", CONNECTION
+        )
         for source, target in _BOOTSTRAP_FAILED.findall(mpi_log)
     ]
 
@@ -231,15 +258,27 @@ def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]
         what = state.get("what", "worker")
         if state.get("running", True):
             continue
+        if state.get("unreachable"):
+            failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: the node does not answer (down or cut off)", NODE_LOST))
+            continue
         if not state.get("present", True):
-            failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: there is no {what} (removed; run the provisioning again)"))
+            failures.append(
+                _Failure(_NODE_DOWN, 0.0, f"{node}: there is no {what} (removed; run the provisioning again)", WORKER_LOST)
+            )
             continue
         detail = "killed by the out-of-memory killer" if state.get("oom_killed") else f"exit code {state.get('exit_code')}"
-        failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: the {what} is not running, it died ({detail})"))
+        failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: the {what} is not running, it died ({detail})", WORKER_LOST))
     return failures
 
 
-def failure_reasons(
+def _stall_failures(stall: dict[str, Any]) -> list[_Failure]:
+    """The watchdog stopped the job: the stalled rank is the root cause, whatever the stop did to the others."""
+    if not stall.get("text"):
+        return []
+    return [_Failure(_NODE_DOWN, float(stall.get("detected_at") or 0.0), str(stall["text"]), STALL)]
+
+
+def failure_causes(
     records: RunRecords,
     *,
     launcher: str,
@@ -247,25 +286,28 @@ def failure_reasons(
     timed_out: bool,
     launcher_exit_code: int | None,
     worker_states: dict[str, dict[str, Any]],
-) -> list[str]:
-    """Why the run failed, root cause first; empty when it succeeded."""
-    failures = _worker_failures(worker_states) + _bootstrap_failures(records.mpi_log_tail)
+) -> list[tuple[str, str]]:
+    """Why the run failed, root cause first, as (kind, reason); empty when it succeeded."""
+    failures = _worker_failures(worker_states) + _stall_failures(records.stall)
+    failures += _bootstrap_failures(records.mpi_log_tail)
     failures += _launcher_failures(records, launcher)
     failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails)
     if timed_out:
-        failures.append(_Failure(_TIMEOUT, 0.0, "timed out"))
+        failures.append(_Failure(_TIMEOUT, 0.0, "timed out", TIMEOUT))
     if launcher_exit_code is not None and launcher_exit_code < 0:
         failures.append(_Failure(_CONSEQUENCE, float("inf"), "launcher did not end"))
     elif launcher_exit_code == COMMAND_NOT_FOUND and not records.rank_status:
         # The shell's code for a command it cannot find: the launcher program is not where the launch script ran.
-        failures.append(_Failure(_FAILED, float("inf"), f"launcher exited 127: is {launcher} installed in cluster_image?"))
+        failures.append(
+            _Failure(_FAILED, float("inf"), f"launcher exited 127: is {launcher} installed in cluster_image?", LAUNCHER)
+        )
     elif launcher_exit_code:
         failures.append(_Failure(_CONSEQUENCE, float("inf"), f"launcher exited {launcher_exit_code}"))
-    reasons: list[str] = []
+    causes: list[tuple[str, str]] = []
     for failure in sorted(failures):
-        if failure.text not in reasons:
-            reasons.append(failure.text)
-    return reasons
+        if failure.text not in (text for _, text in causes):
+            causes.append((failure.kind, failure.text))
+    return causes
 
 
 def _last_exit_code(records: RunRecords) -> int | None:
@@ -292,6 +334,22 @@ def _phases(records: RunRecords, world_size: int, provision_seconds: float | Non
         "launch": _seconds(launched, last_started),
         "train": _seconds(last_started, last_ended),
     }
+
+
+def _failure_detected_at(records: RunRecords) -> float | None:
+    """When the failure was seen: the watchdog's stall, else the launch script's first abort, else its exit."""
+    if records.stall.get("detected_at"):
+        return float(records.stall["detected_at"])
+    for kind in (kinds.ABORT, kinds.LAUNCHER_EXIT):
+        times = [float(event["time"]) for event in records.launcher_events if event.get("event") == kind and event.get("time")]
+        if times:
+            return round(min(times), 3)
+    return None
+
+
+def _started_at(records: RunRecords) -> float | None:
+    """When the first rank started."""
+    return min((float(status["started"]) for status in records.rank_status.values() if status.get("started")), default=None)
 
 
 def _epoch_order(event: dict[str, Any]) -> tuple[int, float]:
@@ -334,7 +392,7 @@ def summarize(
     """JSON-serialisable summary of one run (see the module docstring for what succeeded means)."""
     if launcher_exit_code is None:
         launcher_exit_code = _last_exit_code(records)
-    reasons = failure_reasons(
+    causes = failure_causes(
         records,
         launcher=launcher,
         world_size=world_size,
@@ -344,12 +402,13 @@ def summarize(
     )
     statuses = records.rank_status
     cancelled = any(event.get("event") == kinds.CANCEL for event in records.launcher_events)
-    if cancelled and reasons:
-        reasons.insert(0, "cancelled on request (a stop was asked for while the job ran)")
+    if cancelled and causes:
+        causes.insert(0, (CANCELLED, "cancelled on request (a stop was asked for while the job ran)"))
     summary: dict[str, Any] = {
         "job_id": job_id,
-        "status": ("cancelled" if cancelled else "failed") if reasons else "succeeded",
-        "failure_reasons": reasons,
+        "status": ("cancelled" if cancelled else "failed") if causes else "succeeded",
+        "failure_reasons": [text for _, text in causes],
+        "root_cause_kind": causes[0][0] if causes else None,
         "launcher": launcher,
         "world_size": world_size,
         "nodes": list(nodes),
@@ -366,6 +425,8 @@ def summarize(
         "launcher_exit_code": launcher_exit_code,
         "provision_changed": provision_changed,
         "phases": _phases(records, world_size, provision_seconds),
+        "started_at": _started_at(records),
+        "failure_detected_at": _failure_detected_at(records) if causes else None,
     }
     if extra is not None:
         summary["settings"] = extra

@@ -44,6 +44,13 @@ options:
     description: Ask the launch script to stop the job.
     type: bool
     default: false
+  stop_reason:
+    description:
+      - Why the job is stopped, written into the stop file. Empty, it is a cancel (the summary says C(cancelled)); V(stalled),
+        the stall watchdog of multinode.training.job_wait stopped it (the launch script logs an C(abort) event instead).
+    type: str
+    choices: ["", stalled]
+    default: ""
   wait:
     description:
       - Keep reading for up to this many seconds and return everything appended meanwhile; return at once when the
@@ -108,6 +115,7 @@ def main() -> None:
             offsets=dict(type="dict", default={}),
             max_bytes=dict(type="int", default=262144),
             stop=dict(type="bool", default=False),
+            stop_reason=dict(type="str", default="", choices=["", events.STOP_STALLED]),
             check_pid=dict(type="bool", default=False),
             wait=dict(type="float", default=0),
             ranks_to_end=dict(type="int", default=0),
@@ -123,8 +131,10 @@ def main() -> None:
     if module.params["stop"] and not os.path.exists(stop_file):
         changed = True
         if not module.check_mode:
-            with open(stop_file, "w", encoding="utf-8"):
-                pass
+            # Whole or not at all: the launch script reads the reason as soon as the file appears.
+            with open(stop_file + ".tmp", "w", encoding="utf-8") as handle:
+                handle.write(module.params["stop_reason"])
+            os.replace(stop_file + ".tmp", stop_file)
     pid_file = os.path.join(job_dir, events.LAUNCH_PID_FILE)
     chunks = read_for(
         logs_dir, module.params["offsets"], module.params["max_bytes"], module.params["wait"],

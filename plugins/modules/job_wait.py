@@ -79,6 +79,16 @@ options:
     description: Seconds between two checks of the launcher container.
     type: int
     default: 10
+  stall_timeout:
+    description:
+      - Seconds without progress from any rank after which the job counts as stalled (V(0) never). Progress is a
+        printed line or CPU time (the rank wrapper's beats), so a long first step or data loading is not a stall.
+      - The rank to blame (one the kernel reports stopped or in uninterruptible sleep, else the first to stop making
+        progress) is named, the stall is kept in O(run_dir)C(/stall.json) for the summary, and the job is stopped on
+        every node (multinode.training.job_status with O(multinode.training.job_status#module:stop_reason=stalled)),
+        then followed to its end.
+    type: int
+    default: 0
   until:
     description:
       - V(launcher_exit) follows the job until the launch script logs its exit.
@@ -111,6 +121,11 @@ cancelled:
   description: Whether the cancel file appeared and the job was asked to stop.
   returned: success
   type: bool
+stalled:
+  description: The stall the watchdog found (O(stall_timeout)) in words, or null.
+  returned: success
+  type: str
+  sample: "rank 1 on node2 stalled: no progress for 60 s (stopped, state T)"
 launcher_exit_code:
   description: The exit code the launch script logged, or null.
   returned: success

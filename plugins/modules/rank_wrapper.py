@@ -122,6 +122,20 @@ options:
         runs nothing of the earlier one. A job id used for the first time has nothing to remove.
     type: bool
     default: false
+  restart:
+    description:
+      - The job is restarted (its next attempt). Removes what the failed attempt logged, which the next one must not
+        read (its logs, rank status, stop file, process ids), and keeps its copy of the code, outputs and checkpoints.
+    type: bool
+    default: false
+  stack_dump_after:
+    description:
+      - Seconds a rank may go without progress (output or CPU time) before its watcher dumps its Python stacks with
+        C(py-spy dump) into C(<job_dir>/logs/stack-rank-<RANK>.txt); V(0) never. Every C(5) seconds the watcher also
+        reports the rank's state and CPU seconds on the launcher's stream (the stall watchdog of
+        multinode.training.job_wait reads them).
+    type: int
+    default: 0
 """
 
 EXAMPLES = r"""
@@ -209,6 +223,8 @@ def main() -> None:
             directories=dict(type="list", elements="path", default=[]),
             code_dir=dict(type="path", default=""),
             fresh=dict(type="bool", default=False),
+            restart=dict(type="bool", default=False),
+            stack_dump_after=dict(type="int", default=0),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -224,7 +240,10 @@ def main() -> None:
     job = JobPaths(**{name: params[name] for name in JobPaths.__dataclass_fields__})
     env = {str(name): str(value) for name, value in params["env"].items()}
     try:
-        content = render_rank_wrapper(node, job, env, env_script=params["env_script"], backend=params["backend"])
+        content = render_rank_wrapper(
+            node, job, env, env_script=params["env_script"], backend=params["backend"],
+            stack_dump_after=params["stack_dump_after"],
+        )
     except ContractError as exc:
         module.fail_json(msg=str(exc))
     cleared, created = set_up_job(module)
@@ -238,6 +257,8 @@ def set_up_job(module: AnsibleModule) -> tuple[list[str], list[str]]:
     the code (what exists is left alone); what was removed and what was created."""
     params = module.params
     cleared = job_files.earlier_run(params["job_dir"], [params["checkpoint_dir"]]) if params["fresh"] else []
+    if params["restart"]:
+        cleared += job_files.earlier_attempt(params["job_dir"])
     if cleared and not module.check_mode:
         job_files.remove_paths(cleared)
     return cleared, _create(module)

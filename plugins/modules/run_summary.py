@@ -21,6 +21,9 @@ description:
     cluster's SSH, the first rank to fail on its own), then the consequences (ranks stopped after it).
   - The optional JSON events of rank 0 (C(epoch), C(result)) fill RV(summary.epochs), RV(summary.metrics) and
     RV(summary.test_accuracy); without them those are empty or null.
+  - When the attempt failed and the policy (O(max_restarts), O(restart_on)) restarts it, its collected C(nodes/) and
+    C(stall.json) are moved to O(run_dir)C(/attempts/<attempt>/) with its summary, a C(restart) record is added to the
+    run's C(progress.jsonl) and C(live.log), and RV(restart) is true; summary.json itself is written by the last attempt.
   - Runs on the controller, in Ansible's own process, whatever host the task is for.
 author:
   - multinode.training team (@multinode-training)
@@ -101,6 +104,29 @@ options:
       - Empty when no scheduler ran the job.
     type: dict
     default: {}
+  attempt:
+    description: Which attempt of the job this is (1, then one more after each restart).
+    type: int
+    default: 1
+  restarts:
+    description:
+      - The restarts of the job so far (RV(restarts) of the summary of the attempt before). The last one is completed
+        from this attempt (when its ranks started, what it resumed from, its nodes).
+    type: list
+    elements: dict
+    default: []
+  max_restarts:
+    description: How many restarts the whole job may use.
+    type: int
+    default: 0
+  restart_on:
+    description:
+      - The root causes (RV(summary.root_cause_kind)) that restart the job while restarts are left.
+      - V(exit) (a rank's own code failed) is not in the default list.
+    type: list
+    elements: str
+    choices: [worker_lost, node_lost, connection, signal, stall, teardown_race, exit]
+    default: [worker_lost, node_lost, connection, signal, stall, teardown_race]
 """
 
 EXAMPLES = r"""
@@ -120,9 +146,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 path:
-  description: Path of the summary file.
+  description: Path of the summary file (under C(attempts/<attempt>/) when the job is restarted).
   returned: always
   type: str
+restart:
+  description: Whether the job is to be relaunched from its newest checkpoint.
+  returned: always
+  type: bool
+restarts:
+  description: RV(summary.restarts).
+  returned: always
+  type: list
+  elements: dict
 summary:
   description: The summary written to summary.json.
   returned: always
@@ -135,6 +170,24 @@ summary:
       description: Why the run failed, root cause first, each naming the rank and node.
       type: list
       elements: str
+    root_cause_kind:
+      description:
+        - The kind of the first failure reason, null when the run succeeded; C(worker_lost), C(node_lost),
+          C(connection), C(signal), C(stall), C(teardown_race), C(exit), C(timeout), C(launcher), C(cancelled) or
+          C(consequence).
+      type: str
+    attempt:
+      description: Which attempt of the job this summary is of.
+      type: int
+    restarts:
+      description:
+        - One entry per automatic restart, C(attempt) (the one that failed), C(cause), C(kind), C(detected_at),
+          C(resumed_at) (when the next attempt's first rank started), C(resumed_from), C(nodes).
+      type: list
+      elements: dict
+    restart_verdict:
+      description: Why a failed attempt was not restarted (or which restart it led to); only when it failed.
+      type: str
     scheduler:
       description: O(scheduler) as given (with the scheduler's job id), or null when no scheduler ran the job.
       type: dict

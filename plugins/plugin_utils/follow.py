@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events, progress, prune
+from ansible_collections.multinode.training.plugins.module_utils.watchdog import Watchdog
 
 display = Display()
 
@@ -27,9 +28,13 @@ LIVE_LOG = "live.log"
 PROGRESS_FILE = "progress.jsonl"
 CANCEL_FILE = "cancel"
 SUMMARY_FILE = "summary.json"
+# The stall the watchdog found in the current attempt (job_wait writes it, run_summary reads it).
+STALL_FILE = "stall.json"
 LATEST = "latest"
+# Earlier attempts of a restarted job: attempts/<n>/ holds each one's collected nodes/, stall.json and summary.json.
+ATTEMPTS_DIR = "attempts"
 # What an earlier run of the same job id left that would mislead watch, train() or job_wait.
-STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE)
+STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE)
 # What job_collect unpacked for an earlier run of the same id: the new run's collection must not merge into it.
 COLLECTED_DIR = "nodes"
 # At most this much of each collected log is read after following on the node stopped.
@@ -46,9 +51,10 @@ def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
         if (run_dir / name).exists():
             (run_dir / name).unlink()
             changes.append(f"removed the earlier run's {name}")
-    if (run_dir / COLLECTED_DIR).is_dir():
-        shutil.rmtree(run_dir / COLLECTED_DIR)
-        changes.append(f"removed the earlier run's {COLLECTED_DIR}/")
+    for name in (COLLECTED_DIR, ATTEMPTS_DIR):
+        if (run_dir / name).is_dir():
+            shutil.rmtree(run_dir / name)
+            changes.append(f"removed the earlier run's {name}/")
     latest = runs_dir / LATEST
     if not latest.is_symlink() or os.readlink(latest) != job_id:
         temporary = runs_dir / f".{LATEST}.{os.getpid()}"
@@ -67,6 +73,7 @@ class Follower:
     run_dir: Path
     world_size: int
     heartbeat_seconds: float = 30.0
+    watchdog: Watchdog = field(default_factory=lambda: Watchdog(timeout=0))
     started: set[int] = field(default_factory=set)
     exit_codes: dict[int, int] = field(default_factory=dict)  # the ranks that ended so far
     launcher_exit_code: int | None = None
@@ -79,7 +86,8 @@ class Follower:
         """Take one job_status result's new text; the lines to show now."""
         now = time.monotonic() if now is None else now
         records = progress.progress_records(chunks)
-        self._append(records)
+        self.watchdog.observe(records, now)
+        self._append([record for record in records if record["kind"] != "beat"])
         shown = [line for line in map(self._line, records) if line]
         if any(record["kind"] == "started" for record in records):
             shown.append(f"ranks started: {len(self.started)} of {self.world_size}")
@@ -118,6 +126,11 @@ class Follower:
             self.launcher_exit_code = int(record["code"])
         return progress.describe(record)
 
+    def note(self, record: dict[str, Any]) -> str:
+        """Keep a record the controller made (a stall, a restart) with the job's own; the line to show."""
+        append_record(self.run_dir, record)
+        return str(record["text"])
+
     def _heartbeat(self, now: float) -> str:
         running = f"{int(now - self.began)} s, {len(self.started)} of {self.world_size} ranks started"
         return f"still training ({running})" + (f"; last output: {self.last_output[:160]}" if self.last_output else "")
@@ -140,6 +153,14 @@ class Follower:
                 for record in records
                 if record["kind"] != "output"
             )
+
+
+def append_record(run_dir: Path, record: dict[str, Any]) -> None:
+    """Add a record the controller made (with its ``text``) to the run's ``live.log`` and ``progress.jsonl``."""
+    with open(run_dir / LIVE_LOG, "a", encoding="utf-8") as log:
+        log.write(f"[job] {record['text']}\n")
+    with open(run_dir / PROGRESS_FILE, "a", encoding="utf-8") as log:
+        log.write(progress.record_line({**record, "time": round(time.time(), 3)}))
 
 
 def show(follower: Follower, chunks: Mapping[str, str]) -> None:

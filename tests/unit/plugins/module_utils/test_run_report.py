@@ -13,7 +13,7 @@ from ansible_collections.multinode.training.plugins.module_utils.run_report impo
     RunRecords,
     describe_signal,
     explain_ssh_failure,
-    failure_reasons,
+    failure_causes,
     parse_events,
     read_run_dir,
     summarize,
@@ -174,6 +174,9 @@ def test_success_needs_only_exit_codes(
         "launcher_exit_code": 0,
         "provision_changed": 0,
         "phases": {"provision": 12.35, "launch": launch_seconds, "train": 25.0},
+        "root_cause_kind": None,
+        "started_at": 1005.0,
+        "failure_detected_at": None,
     }
     json.dumps(summary)
 
@@ -352,10 +355,10 @@ def test_intel_mpi_bootstrap_failure_names_the_node_first(tmp_path: Path) -> Non
     logs.mkdir(parents=True)
     (logs / "mpiexec.log").write_text("noise\n" + BSTRAP_FAILED)
     records = read_run_dir(tmp_path, NAMES)
-    reasons = failure_reasons(
+    causes = failure_causes(
         records, launcher="mpiexec", world_size=3, timed_out=False, launcher_exit_code=141, worker_states={}
     )
-    assert reasons[:2] == ["10.0.0.3: Intel MPI could not start its bootstrap proxy there (over SSH from node2)", "launcher exited 141"]
+    assert [text for _, text in causes[:2]] == ["10.0.0.3: Intel MPI could not start its bootstrap proxy there (over SSH from node2)", "launcher exited 141"]
 
 
 def test_consequences_come_after_the_failure_they_followed() -> None:
@@ -519,10 +522,12 @@ def test_repeated_reasons_are_listed_once() -> None:
     assert reasons_of(make_records(launcher_events=events), launcher="mpirun") == ["node2: mpirun agent exited 1"]
 
 
-def test_failure_reasons_directly() -> None:
+def test_failure_causes_directly() -> None:
     kwargs: dict[str, Any] = {"launcher": "torchrun", "world_size": 1, "worker_states": {}}
-    assert failure_reasons(make_records(world_size=1), timed_out=False, launcher_exit_code=0, **kwargs) == []
-    assert failure_reasons(RunRecords(), timed_out=False, launcher_exit_code=None, **kwargs) == ["no rank started"]
+    assert failure_causes(make_records(world_size=1), timed_out=False, launcher_exit_code=0, **kwargs) == []
+    assert failure_causes(RunRecords(), timed_out=False, launcher_exit_code=None, **kwargs) == [
+        ("consequence", "no rank started")
+    ]
 
 
 # --- explaining ssh and signals ---

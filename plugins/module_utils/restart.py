@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The restart policy: which failed attempts of a job are relaunched from its newest checkpoint, and their record.
+
+An attempt's summary (run_report.py) names the kind of its root cause. Failures of the infrastructure (a worker or
+node lost, the cluster's SSH cut, a rank killed by a signal from outside, a stall, gloo's teardown race after the
+work) are restarted while restarts are left; a rank whose own code failed is not by default (a deterministic bug
+fails again), a timeout is not (the job's time is up) and a cancel never is.
+
+Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ansible_collections.multinode.training.plugins.module_utils import run_report
+
+# The root causes launcher_restart_on restarts by default, and the one more it may name.
+INFRASTRUCTURE_KINDS = (
+    run_report.WORKER_LOST,
+    run_report.NODE_LOST,
+    run_report.CONNECTION,
+    run_report.SIGNAL,
+    run_report.STALL,
+    run_report.TEARDOWN_RACE,
+)
+RESTART_ON_CHOICES = INFRASTRUCTURE_KINDS + (run_report.EXIT,)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether the attempt is restarted, and why (or why not) in words."""
+
+    restart: bool
+    why: str
+
+
+def decide(summary: Mapping[str, Any], *, restarts_used: int, max_restarts: int, restart_on: Sequence[str]) -> Decision:
+    """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``."""
+    status = summary.get("status")
+    if status == "succeeded":
+        return Decision(False, "the job succeeded")
+    if status == "cancelled":
+        return Decision(False, "a cancelled job is never restarted")
+    kind = summary.get("root_cause_kind")
+    if kind not in restart_on:
+        return Decision(False, f"its root cause ({kind}) is not one launcher_restart_on restarts")
+    if restarts_used >= max_restarts:
+        return Decision(False, f"no restart left (launcher_max_restarts: {max_restarts})")
+    return Decision(True, f"restart {restarts_used + 1} of {max_restarts}: {summary['failure_reasons'][0]}")
+
+
+def new_entry(summary: Mapping[str, Any], attempt: int) -> dict[str, Any]:
+    """The record of the restart that follows the failed ``attempt``; the next attempt completes it."""
+    return {
+        "attempt": attempt,
+        "cause": summary["failure_reasons"][0],
+        "kind": summary.get("root_cause_kind"),
+        "detected_at": summary.get("failure_detected_at"),
+        "resumed_at": None,
+        "resumed_from": None,
+        "nodes": None,
+    }
+
+
+def completed(restarts: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``restarts`` with the last entry completed from the attempt that followed it: when its ranks started, the
+    checkpoint it resumed from and its nodes."""
+    entries = [dict(entry) for entry in restarts]
+    if entries and entries[-1].get("resumed_at") is None:
+        entries[-1].update(
+            resumed_at=summary.get("started_at"),
+            resumed_from=summary.get("resumed_from"),
+            nodes=list(summary.get("node_names") or []),
+        )
+    return entries

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The stall watchdog: a job none of whose ranks made progress for a while, and the rank to blame.
+
+It reads the progress records of progress.py as they arrive: a rank's output (any printed line, an epoch) is
+progress, and so is the CPU time its beats report (the rank wrapper's watcher adds the rank's state and CPU seconds
+every ``events.BEAT_SECONDS``): a rank busy with a long first step, an evaluation or data loading prints nothing
+but works. A rank frozen (SIGSTOP, a wedged device) or blocked in a collective waiting for one makes none.
+
+The job is stalled when no running rank made progress for ``timeout`` seconds: one rank still working (rank 0
+evaluating while the others wait at a barrier) is no stall, so a healthy job is never stopped for it. The rank
+blamed is one the kernel reports stopped (T) or in uninterruptible sleep (D); else the ranks that stopped making
+progress first (the others stopped waiting for them).
+
+Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import BUSY_CPU_SECONDS
+
+# The kernel's process states of a rank that cannot go on by itself: stopped (SIGSTOP, a debugger) and
+# uninterruptible sleep (a wedged device or file system).
+FROZEN_STATES = frozenset("TtD")
+
+
+@dataclass
+class _Pulse:
+    """What the watchdog knows of one running rank."""
+
+    node: str
+    progressed_at: float
+    state: str = "?"
+    cpu_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Stall:
+    """The job made no progress for ``seconds``; ``ranks`` ((rank, node, state) in rank order) are to blame."""
+
+    ranks: tuple[tuple[int, str, str], ...]
+    seconds: float
+
+    def describe(self) -> str:
+        """``rank 1 on node2 stalled: no progress for 60 s (stopped, state T)``."""
+        states = {state for _, _, state in self.ranks}
+        names = ", ".join(f"rank {rank} on {node}" for rank, node, _ in self.ranks)
+        frozen = f" (stopped, state {'/'.join(sorted(states))})" if states <= FROZEN_STATES else ""
+        return f"{names} stalled: no progress for {int(self.seconds)} s{frozen}"
+
+    def as_record(self) -> dict[str, Any]:
+        """The JSON form kept in the run directory (stall.json) and in progress.jsonl."""
+        return {
+            "kind": events.STALL,
+            "ranks": [{"rank": rank, "node": node, "state": state} for rank, node, state in self.ranks],
+            "seconds": round(self.seconds, 1),
+            "text": self.describe(),
+        }
+
+
+@dataclass
+class Watchdog:
+    """Fed every progress record with the time it was read; ``timeout`` 0 never finds a stall."""
+
+    timeout: float
+    pulses: dict[int, _Pulse] = field(default_factory=dict)
+
+    def observe(self, records: Iterable[Mapping[str, Any]], now: float) -> None:
+        """Take the records read at ``now``."""
+        for record in records:
+            kind, rank = record.get("kind"), record.get("rank")
+            if not isinstance(rank, int):
+                continue
+            if kind == "started":
+                self.pulses[rank] = _Pulse(node=str(record.get("node")), progressed_at=now)
+            elif kind == "ended":
+                self.pulses.pop(rank, None)
+            elif rank not in self.pulses:
+                continue
+            elif kind in ("output", "epoch"):
+                self.pulses[rank].progressed_at = now
+            elif kind == "beat":
+                self._beat(self.pulses[rank], record, now)
+
+    @staticmethod
+    def _beat(pulse: _Pulse, record: Mapping[str, Any], now: float) -> None:
+        cpu = record.get("cpu_seconds")
+        busy = isinstance(cpu, (int, float)) and (pulse.cpu_seconds is None or cpu - pulse.cpu_seconds >= BUSY_CPU_SECONDS)
+        pulse.state = str(record.get("state") or "?")
+        if busy and pulse.state not in FROZEN_STATES:
+            pulse.progressed_at = now
+        if isinstance(cpu, (int, float)):
+            pulse.cpu_seconds = float(cpu)
+
+    def stalled(self, now: float) -> Stall | None:
+        """The stall at ``now``, or None while a running rank made progress within ``timeout`` seconds."""
+        if self.timeout <= 0 or not self.pulses:
+            return None
+        last_progress = max(pulse.progressed_at for pulse in self.pulses.values())
+        if now - last_progress < self.timeout:
+            return None
+        blamed = [rank for rank, pulse in self.pulses.items() if pulse.state in FROZEN_STATES]
+        if not blamed:
+            # Within one beat of the first to stop: the resolution the beats give.
+            first = min(pulse.progressed_at for pulse in self.pulses.values())
+            blamed = [rank for rank, pulse in self.pulses.items() if pulse.progressed_at - first <= events.BEAT_SECONDS]
+        ranks = tuple((rank, self.pulses[rank].node, self.pulses[rank].state) for rank in sorted(blamed))
+        return Stall(ranks=ranks, seconds=now - last_progress)
