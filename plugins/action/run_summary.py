@@ -64,18 +64,18 @@ class ActionModule(ActionBase):
             path = run_dir / ATTEMPTS_DIR / str(args["attempt"]) / SUMMARY_FILE
         if not self._task.check_mode:
             if decision.restart:
-                self._set_attempt_aside(run_dir, path.parent, decision)
+                self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
             write_json(path, summary)
         result.update(changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=restarts)
         return result
 
     @staticmethod
-    def _set_attempt_aside(run_dir: Path, attempt_dir: Path, decision: restart.Decision) -> None:
+    def _set_attempt_aside(run_dir: Path, attempt_dir: Path, decision: restart.Decision, cause_kind: str) -> None:
         """Move the failed attempt's collected files and stall out of the way of the next one; say it restarts."""
         attempt_dir.mkdir(parents=True, exist_ok=True)
         for name in (COLLECTED_DIR, STALL_FILE):
             if (run_dir / name).exists():
                 shutil.move(str(run_dir / name), str(attempt_dir / name))
-        record = {"kind": events.RESTART, "attempt": int(attempt_dir.name), "text": decision.why}
+        record = {"kind": events.RESTART, "attempt": int(attempt_dir.name), "cause_kind": cause_kind, "text": decision.why}
         append_record(run_dir, record)
         display.display(f"[{run_dir.name}] {decision.why} (its logs: {attempt_dir})")

@@ -22,7 +22,7 @@ CANCEL = "cancel"  # a stop was asked for (<job_dir>/stop appeared): the job is 
 
 # Written by the controller (job_wait, run_summary) to the run's progress.jsonl, never to the node's logs.
 STALL = "stall"  # the watchdog found no rank making progress: {"ranks", "seconds"}
-RESTART = "restart"  # the job is relaunched from its newest checkpoint: {"attempt", "cause", "kind"}
+RESTART = "restart"  # the job is relaunched from its newest checkpoint: {"attempt", "cause_kind"}
 
 # The file whose appearance in the job directory on the launcher node stops the job (job_status stop=true). Empty, the
 # stop is a cancel; holding STOP_STALLED, the watchdog stopped a stalled job (the launch script logs an abort).

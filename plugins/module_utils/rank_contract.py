@@ -261,7 +261,7 @@ def _watcher(stack_dump_after: int) -> list[str]:
         "# Every few seconds the rank's state and CPU seconds (it and every process under it) on the launcher's stream:",
         "# the stall watchdog's input. Without progress (output or CPU) for a while, its Python stacks go to logs/.",
         "watch_rank() {",
-        "  local tick file stat pid up fields state total idle=0 dumped=false last_total=-1 last_size=-1 size",
+        "  local tick file stat pid up fields state total busy idle=0 dumped=false last_total=-1 last_size=-1 size",
         "  local -A parent ticks",
         "  tick=$(getconf CLK_TCK 2>/dev/null) || tick=100",
         f'  while sleep {events.BEAT_SECONDS} </dev/null >/dev/null 2>&1; kill -0 "$child" 2>/dev/null; do',
@@ -281,7 +281,8 @@ def _watcher(stack_dump_after: int) -> list[str]:
         "    printf '%s%s %s %d.%02d\\n' \"$prefix\" " + shlex.quote(events.RANK_BEAT)
         + ' "$state" $((total / tick)) $((total % tick * 100 / tick))',
         '    size=$(stat -c %s "$log" 2>/dev/null) || size=0',
-        f'    if [ "$state" != T ] && {{ [ "$size" != "$last_size" ] || [ $((total - last_total)) -ge $((tick * {int(BUSY_CPU_SECONDS * 100)} / 100)) ]; }}; then',
+        f"    busy=$((tick * {int(BUSY_CPU_SECONDS * 100)} / 100))",
+        '    if [ "$state" != T ] && { [ "$size" != "$last_size" ] || [ $((total - last_total)) -ge "$busy" ]; }; then',
         "      idle=0 dumped=false",
         "    else",
         f"      idle=$((idle + {events.BEAT_SECONDS}))",

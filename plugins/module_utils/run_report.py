@@ -43,7 +43,8 @@ _NODE_DOWN, _FAILED, _TIMEOUT, _CONSEQUENCE = range(4)
 # What kind of failure a reason is (the summary's root_cause_kind; restart.py decides from it which are restarted).
 WORKER_LOST = "worker_lost"  # a worker container (or host-mode sshd) died or was removed
 NODE_LOST = "node_lost"  # a node did not answer the controller
-CONNECTION = "connection"  # the cluster's SSH refused or lost a node
+CONNECTION = "connection"  # the cluster's SSH could not reach a node or lost it
+SSH_TRUST = "ssh_trust"  # a node's SSH host key changed or unknown, or the cluster's key refused: provisioning repairs it
 SIGNAL = "signal"  # a rank killed by a signal from outside (SIGKILL, SIGTERM, ...)
 STALL = "stall"  # no rank made progress (the watchdog)
 TEARDOWN_RACE = "teardown_race"  # gloo's exit race after the rank's work (pytorch/pytorch#117762)
@@ -134,27 +135,37 @@ def _json_object(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+# What ssh printed when it failed: its meaning, and whether the node is not trusted or not authorized (SSH_TRUST: no
+# restart repairs a changed host key or a missing key, and a changed host key is a possible attack) or did not answer
+# or dropped the connection (CONNECTION).
+_SSH_FAILURES = (
+    ("REMOTE HOST IDENTIFICATION HAS CHANGED", "SSH host key changed (possible man-in-the-middle), connection refused", SSH_TRUST),
+    ("Host key verification failed", "SSH host key not in the pinned known_hosts, connection refused", SSH_TRUST),
+    ("Permission denied", "SSH login refused (the cluster's identity key is not authorized there)", SSH_TRUST),
+    ("Connection refused", "SSH connection refused (no sshd on the cluster port: is the worker running?)", CONNECTION),
+    ("No route to host", "no route to host (node down or network unreachable)", CONNECTION),
+    ("timed out", "SSH connection timed out (node down, unreachable or port filtered)", CONNECTION),
+    ("Could not resolve hostname", "host name does not resolve", CONNECTION),
+    ("Timeout, server", "connection lost (the node stopped answering)", CONNECTION),
+    ("closed by remote host", "connection lost (closed by the node)", CONNECTION),
+    ("Connection reset", "connection lost (reset)", CONNECTION),
+    ("Broken pipe", "connection lost (broken pipe)", CONNECTION),
+)
+
+
+def ssh_failure(text: str, code: int) -> tuple[str, str]:
+    """Why ``ssh`` failed in plain words, from what it printed and its exit code, and the kind of failure."""
+    for needle, meaning, kind in _SSH_FAILURES:
+        if needle in text:
+            return meaning, kind
+    if code == 255:
+        return "SSH connection failed or was lost (ssh exited 255)", CONNECTION
+    return f"exited {code}", CONNECTION
+
+
 def explain_ssh_failure(text: str, code: int) -> str:
     """Plain words for why ``ssh`` failed, from what it printed and its exit code."""
-    checks = (
-        ("REMOTE HOST IDENTIFICATION HAS CHANGED", "SSH host key changed (possible man-in-the-middle), connection refused"),
-        ("Host key verification failed", "SSH host key not in the pinned known_hosts, connection refused"),
-        ("Permission denied", "SSH login refused (the cluster's identity key is not authorized there)"),
-        ("Connection refused", "SSH connection refused (no sshd on the cluster port: is the worker running?)"),
-        ("No route to host", "no route to host (node down or network unreachable)"),
-        ("timed out", "SSH connection timed out (node down, unreachable or port filtered)"),
-        ("Could not resolve hostname", "host name does not resolve"),
-        ("Timeout, server", "connection lost (the node stopped answering)"),
-        ("closed by remote host", "connection lost (closed by the node)"),
-        ("Connection reset", "connection lost (reset)"),
-        ("Broken pipe", "connection lost (broken pipe)"),
-    )
-    for needle, meaning in checks:
-        if needle in text:
-            return meaning
-    if code == 255:
-        return "SSH connection failed or was lost (ssh exited 255)"
-    return f"exited {code}"
+    return ssh_failure(text, code)[0]
 
 
 def describe_signal(number: int) -> str:
@@ -221,8 +232,8 @@ def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
         # What ran on the node: node_exit names it; a launch script older than that field ran torchrun agents only.
         agent = event.get("agent") or f"{launcher} agent"
         if kind == kinds.SSH_CHECK and code:
-            reason = explain_ssh_failure(records.ssh_logs.get(str(node), ""), int(code))
-            failures.append(_Failure(_NODE_DOWN, when, f"{node}: {reason}", CONNECTION))
+            reason, ssh_kind = ssh_failure(records.ssh_logs.get(str(node), ""), int(code))
+            failures.append(_Failure(_NODE_DOWN, when, f"{node}: {reason}", ssh_kind))
         elif kind == kinds.STAGED and code:
             failures.append(
                 _Failure(_NODE_DOWN, when, f"{node}: the checkpoint to resume from could not be copied there", CONNECTION)
@@ -231,8 +242,8 @@ def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:
             failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {agent} stopped after the failure"))
         elif kind == kinds.NODE_EXIT and code == 255:
             # ssh's own failure: the connection to the node broke (its ranks' records say no more).
-            reason = explain_ssh_failure(records.agent_logs.get(str(node), ""), int(code))
-            failures.append(_Failure(_FAILED, when, f"{node}: {reason}", CONNECTION))
+            reason, ssh_kind = ssh_failure(records.agent_logs.get(str(node), ""), int(code))
+            failures.append(_Failure(_FAILED, when, f"{node}: {reason}", ssh_kind))
         elif kind == kinds.NODE_EXIT and code:
             # The agent ends non-zero after a rank of its node failed; that rank is the reason.
             failures.append(_Failure(_CONSEQUENCE, when, f"{node}: {agent} exited {code}"))

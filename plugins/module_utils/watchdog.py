@@ -90,7 +90,9 @@ class Watchdog:
     @staticmethod
     def _beat(pulse: _Pulse, record: Mapping[str, Any], now: float) -> None:
         cpu = record.get("cpu_seconds")
-        busy = isinstance(cpu, (int, float)) and (pulse.cpu_seconds is None or cpu - pulse.cpu_seconds >= BUSY_CPU_SECONDS)
+        busy = isinstance(cpu, (int, float)) and (
+            pulse.cpu_seconds is None or cpu - pulse.cpu_seconds >= BUSY_CPU_SECONDS
+        )
         pulse.state = str(record.get("state") or "?")
         if busy and pulse.state not in FROZEN_STATES:
             pulse.progressed_at = now

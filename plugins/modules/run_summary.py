@@ -173,7 +173,7 @@ summary:
     root_cause_kind:
       description:
         - The kind of the first failure reason, null when the run succeeded; C(worker_lost), C(node_lost),
-          C(connection), C(signal), C(stall), C(teardown_race), C(exit), C(timeout), C(launcher), C(cancelled) or
+          C(connection), C(ssh_trust), C(signal), C(stall), C(teardown_race), C(exit), C(timeout), C(launcher), C(cancelled) or
           C(consequence).
       type: str
     attempt:

@@ -10,7 +10,18 @@ From a shell: ``python -m multinode_training watch`` follows the running job, ``
 """
 
 from multinode_training.api import Plan, PlanError, Run, cancel, find_collection, plan, train
-from multinode_training.records import Failure, JobEvent, PhaseChanged, PlanShown, Progress, RankEnded, RankStarted, Record
+from multinode_training.records import (
+    Failure,
+    JobEvent,
+    PhaseChanged,
+    PlanShown,
+    Progress,
+    RankEnded,
+    RankStarted,
+    Record,
+    Restarted,
+    Stalled,
+)
 
 __all__ = [
     "Failure",
@@ -23,7 +34,9 @@ __all__ = [
     "RankEnded",
     "RankStarted",
     "Record",
+    "Restarted",
     "Run",
+    "Stalled",
     "cancel",
     "find_collection",
     "plan",

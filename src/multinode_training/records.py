@@ -95,7 +95,27 @@ class JobEvent:
     details: dict[str, Any]
 
 
-Record = Union[PhaseChanged, Failure, PlanShown, RankStarted, RankEnded, Progress, JobEvent]
+@dataclass(frozen=True)
+class Stalled:
+    """The stall watchdog found no rank making progress for ``seconds``; ``ranks`` ({rank, node, state}) are blamed.
+    The job is being stopped (and restarted when the restart policy allows)."""
+
+    ranks: list[dict[str, Any]]
+    seconds: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Restarted:
+    """Attempt ``attempt`` of the job failed with a cause the restart policy restarts (``cause_kind``, e.g.
+    ``worker_lost``, ``stall``): the job is relaunched from its newest checkpoint; ``text`` says which restart and why."""
+
+    attempt: int
+    cause_kind: str
+    text: str
+
+
+Record = Union[PhaseChanged, Failure, PlanShown, RankStarted, RankEnded, Progress, JobEvent, Stalled, Restarted]
 
 
 @dataclass
@@ -196,5 +216,9 @@ class ProgressReader:
                 rank=int(line["rank"]), node=str(line["node"]), epoch=line.get("epoch"), loss=line.get("loss"),
                 samples_per_s=line.get("samples_per_s"),
             )
+        if kind == "stall":
+            return Stalled(ranks=list(line.get("ranks") or []), seconds=float(line.get("seconds") or 0), text=str(line["text"]))
+        if kind == "restart":
+            return Restarted(attempt=int(line["attempt"]), cause_kind=str(line.get("cause_kind")), text=str(line["text"]))
         details = {key: value for key, value in line.items() if key not in ("kind", "time", "text")}
         return JobEvent(kind=kind, text=str(line.get("text") or kind), details=details)

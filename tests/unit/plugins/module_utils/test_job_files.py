@@ -100,3 +100,44 @@ def test_an_earlier_run_of_the_job_id_is_everything_but_the_checkpoints(tmp_path
 
 def test_a_new_job_id_has_no_earlier_run(tmp_path: Path) -> None:
     assert job_files.earlier_run(str(tmp_path / "job-2"), []) == []
+
+
+def test_an_earlier_attempt_is_its_logs_status_stop_and_process_ids_only(tmp_path: Path) -> None:
+    job = tmp_path / "job-1"
+    for name in ("logs", "status", "work", "outputs", "checkpoints"):
+        (job / name).mkdir(parents=True)
+    for name in ("stop", "launch.pid", "agent.pid", "slurm.jobid", "launch.sh", "hostfile", "rank.sh"):
+        (job / name).write_text("x\n")
+    (job / "logs" / "rank-0.log").write_text("epoch 1\n")
+    (job / "checkpoints" / "epoch-1.pt").write_text("weights")
+    found = job_files.earlier_attempt(str(job))
+    assert found == [str(job / name) for name in ("logs", "status", "stop", "launch.pid", "agent.pid", "slurm.jobid")]
+    job_files.remove_paths(found)
+    assert sorted(path.name for path in job.iterdir()) == [
+        "checkpoints", "hostfile", "launch.sh", "outputs", "rank.sh", "work",
+    ]
+    assert (job / "checkpoints" / "epoch-1.pt").read_text() == "weights"
+
+
+def test_an_earlier_attempt_lists_only_what_exists(tmp_path: Path) -> None:
+    job = tmp_path / "job-1"
+    (job / "logs").mkdir(parents=True)
+    (job / "work").mkdir()
+    (job / "launch.pid").write_text("4242\n")
+    assert job_files.earlier_attempt(str(job)) == [str(job / "logs"), str(job / "launch.pid")]
+
+
+def test_an_earlier_attempt_counts_a_dangling_link_but_not_what_it_points_to(tmp_path: Path) -> None:
+    job = tmp_path / "job-1"
+    job.mkdir()
+    (job / "stop").symlink_to(tmp_path / "gone")
+    assert job_files.earlier_attempt(str(job)) == [str(job / "stop")]
+
+
+def test_a_job_without_a_directory_has_no_earlier_attempt(tmp_path: Path) -> None:
+    assert job_files.earlier_attempt(str(tmp_path / "job-2")) == []
+
+
+def test_the_attempt_files_are_never_the_work_dir_outputs_or_checkpoints() -> None:
+    assert job_files.ATTEMPT_FILES == ("logs", "status", "stop", "launch.pid", "agent.pid", "slurm.jobid")
+    assert not {"work", "outputs", "checkpoints", "rank.sh", "launch.sh", "hostfile"} & set(job_files.ATTEMPT_FILES)

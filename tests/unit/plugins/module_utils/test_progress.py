@@ -369,3 +369,66 @@ def test_record_line_is_one_sorted_json_line() -> None:
 
     assert line == '{"code": 0, "kind": "launcher_exit"}\n'
     assert json.loads(line) == {"kind": "launcher_exit", "code": 0}
+
+
+# the rank wrapper's beats
+
+
+def test_a_beat_line_becomes_a_beat_record_with_state_and_cpu_seconds() -> None:
+    assert f"[rank 1 node2] {events.RANK_BEAT} T 12.34" == "[rank 1 node2] -- multinode: rank beat T 12.34"
+
+    records = progress.progress_records({"node2.log": "[rank 1 node2] -- multinode: rank beat T 12.34\n"})
+
+    assert records == [{"kind": "beat", "rank": 1, "node": "node2", "state": "T", "cpu_seconds": 12.34}]
+    assert isinstance(records[0]["cpu_seconds"], float)
+
+
+@pytest.mark.parametrize(
+    ("line", "state", "cpu_seconds"),
+    [
+        ("[rank 0 node1] -- multinode: rank beat R 0.00", "R", 0.0),
+        ("[rank 0 node1] -- multinode: rank beat S 3605.07\r", "S", 3605.07),
+        ("[rank 0 node1] -- multinode: rank beat D 7", "D", 7.0),
+        ("[rank 0 node1] -- multinode: rank beat ? 1.50", "?", 1.5),  # the wrapper could not read the rank's state
+        ("[0]<stdout>:[rank 0 node1] -- multinode: rank beat S 2.25", "S", 2.25),  # relayed by horovodrun
+        ("[0] [rank 0 node1] -- multinode: rank beat S 2.25", "S", 2.25),  # relayed by mpiexec.hydra -l
+    ],
+)
+def test_beats_of_every_state_and_relay(line: str, state: str, cpu_seconds: float) -> None:
+    assert progress.progress_records({"node1.log": line + "\n"}) == [
+        {"kind": "beat", "rank": 0, "node": "node1", "state": state, "cpu_seconds": cpu_seconds}
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-- multinode: rank beat T",
+        "-- multinode: rank beat T twelve",
+        "-- multinode: rank beat T -1.00",
+        "-- multinode: rank beat T 1.5 extra",
+        "my own -- multinode: rank beat T 1.5",
+    ],
+)
+def test_a_line_that_only_looks_like_a_beat_is_plain_output(text: str) -> None:
+    records = progress.progress_records({"node1.log": f"[rank 0 node1] {text}\n"})
+
+    assert records == [{"kind": "output", "rank": 0, "node": "node1", "text": text}]
+
+
+def test_beats_come_in_log_order_among_the_other_rank_records() -> None:
+    text = (
+        f"[rank 1 node2] {events.RANK_STARTED}\n"
+        f"[rank 1 node2] {events.RANK_BEAT} R 4.98\n"
+        "[rank 1 node2] epoch 1 loss 0.5\n"
+        f"[rank 1 node2] {events.RANK_BEAT} S 5.20\n"
+        f"[rank 1 node2] {events.RANK_ENDED} 0\n"
+    )
+
+    assert [record["kind"] for record in progress.progress_records({"node2.log": text})] == [
+        "started", "beat", "output", "epoch", "beat", "ended",
+    ]
+
+
+def test_describe_has_no_words_for_a_beat() -> None:
+    assert progress.describe({"kind": "beat", "rank": 1, "node": "node2", "state": "T", "cpu_seconds": 12.34}) is None

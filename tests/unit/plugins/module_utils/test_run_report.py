@@ -697,3 +697,240 @@ def test_a_launcher_missing_from_the_image_is_named() -> None:
 def test_127_after_ranks_started_is_only_the_launcher_s_exit() -> None:
     summary = summary_of(make_records(absent=(2,)), launcher="deepspeed", launcher_exit_code=127)
     assert "launcher exited 127" in summary["failure_reasons"]
+
+
+# --- the kind of the root cause, and when the failure was seen ---
+
+STALL_TEXT = "rank 1 on node2 stalled: no progress for 60 s (stopped, state T)"
+STALL_AT = T0 + 70.5  # the watchdog found the stall
+STALLED_ABORT = {"event": "abort", "reason": "a rank stalled (the watchdog)", "time": T0 + 71}
+
+
+@pytest.mark.parametrize(
+    ("status", "log_tail", "kind", "reason"),
+    [
+        pytest.param(rank_status(1, code=3), "", "exit", "rank 1 on node2 exited 3", id="exit-3"),
+        pytest.param(
+            rank_status(1, code=137, signal=9),
+            "",
+            "signal",
+            "rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+            id="sigkill-from-outside",
+        ),
+        pytest.param(
+            rank_status(1, code=143, signal=15), "", "signal", "rank 1 on node2 killed by signal 15 (SIGTERM)", id="sigterm"
+        ),
+        pytest.param(
+            rank_status(1, code=139, signal=11), "", "exit", "rank 1 on node2 killed by signal 11 (SIGSEGV)", id="sigsegv"
+        ),
+        pytest.param(
+            rank_status(1, code=134, signal=6),
+            "Traceback (most recent call last):\nAssertionError\n",
+            "exit",
+            "rank 1 on node2 killed by signal 6 (SIGABRT)",
+            id="sigabrt-of-its-own",
+        ),
+        pytest.param(
+            rank_status(1, code=134, signal=6),
+            "epoch 3 done\nterminate called without an active exception\n",
+            "teardown_race",
+            "rank 1 on node2 killed by signal 6 (SIGABRT) at interpreter exit, after its work"
+            " (the gloo teardown race of pytorch/pytorch#117762)",
+            id="gloo-teardown-race",
+        ),
+    ],
+)
+def test_the_kind_of_a_rank_s_failure(status: dict[str, Any], log_tail: str, kind: str, reason: str) -> None:
+    records = make_records(status)
+    records.rank_log_tails = {1: log_tail}
+    summary = summary_of(records, launcher_exit_code=1)
+    assert summary["status"] == "failed"
+    assert summary["root_cause_kind"] == kind
+    assert summary["failure_reasons"] == [reason, "launcher exited 1"]
+
+
+def test_a_dead_worker_container_is_the_root_cause_worker_lost() -> None:
+    records = make_records(
+        rank_status(0, code=1, ended=T0 + 2),
+        rank_status(1, code=137, signal=9, ended=T0 + 1),
+        rank_status(2, code=None),
+    )
+    states = {
+        "node1": {"running": True, "what": "worker container"},
+        "node3": {"running": False, "exit_code": 137, "what": "worker container"},
+    }
+    summary = summary_of(records, worker_states=states, launcher_exit_code=1)
+    assert summary["root_cause_kind"] == "worker_lost"
+    assert summary["failure_reasons"][:3] == [
+        "node3: the worker container is not running, it died (exit code 137)",
+        "rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+        "rank 0 on node1 exited 1",
+    ]
+
+
+def test_a_removed_worker_container_is_worker_lost() -> None:
+    states = {"node3": {"running": False, "present": False, "what": "worker container"}}
+    summary = summary_of(make_records(rank_status(2, code=None)), worker_states=states, launcher_exit_code=1)
+    assert summary["root_cause_kind"] == "worker_lost"
+    assert summary["failure_reasons"][0] == "node3: there is no worker container (removed; run the provisioning again)"
+
+
+def test_an_unreachable_node_is_the_root_cause_node_lost() -> None:
+    records = make_records(rank_status(1, code=1, ended=T0 + 3), rank_status(2, code=None))
+    states = {"node3": {"running": False, "unreachable": True, "what": "worker container"}}
+    summary = summary_of(records, worker_states=states, launcher_exit_code=1)
+    assert summary["root_cause_kind"] == "node_lost"
+    assert summary["failure_reasons"][:2] == [
+        "node3: the node does not answer (down or cut off)",
+        "rank 1 on node2 exited 1",
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="SUSPECTED PRODUCT BUG (run_report._worker_failures): a state that only says unreachable is skipped, "
+    "because 'running' defaults to True and is checked first; a node that does not answer cannot say it runs",
+)
+def test_an_unreachable_node_without_a_running_field_is_still_node_lost() -> None:
+    records = make_records(rank_status(2, code=None))
+    summary = summary_of(records, worker_states={"node3": {"unreachable": True}}, launcher_exit_code=1)
+    assert summary["root_cause_kind"] == "node_lost"
+
+
+def test_a_failed_ssh_check_is_connection() -> None:
+    events = [LAUNCH, {"event": "ssh_check", "node": "node2", "code": 255, "time": T0 + 1}]
+    summary = summary_of(RunRecords(launcher_events=events), launcher_exit_code=1)
+    assert summary["root_cause_kind"] == "connection"
+    assert summary["failure_reasons"][0] == "node2: SSH connection failed or was lost (ssh exited 255)"
+
+
+@pytest.mark.parametrize(
+    ("records", "overrides", "kind"),
+    [
+        pytest.param(make_records(rank_status(2, code=None)), {"timed_out": True, "launcher_exit_code": -1}, "timeout"),
+        pytest.param(make_records(absent=(0, 1, 2)), {"launcher_exit_code": 127}, "launcher"),
+        pytest.param(make_records(), {"launcher_exit_code": 1}, "consequence"),
+        pytest.param(make_records(), {"launcher_exit_code": 0}, None),
+    ],
+)
+def test_the_other_kinds(records: RunRecords, overrides: dict[str, Any], kind: str | None) -> None:
+    assert summary_of(records, **overrides)["root_cause_kind"] == kind
+
+
+def stalled_run(*, stall: dict[str, Any] | None = None) -> RunRecords:
+    """Rank 1 froze; the watchdog stopped the job: every rank was then stopped (rank 2 only by SIGKILL)."""
+    records = make_records(
+        rank_status(0, code=143, signal=15, stopped=True, ended=T0 + 71.5),
+        rank_status(1, code=143, signal=15, stopped=True, ended=T0 + 71.2),
+        rank_status(2, code=137, signal=9, ended=T0 + 71.4),
+        launcher_events=[
+            LAUNCH,
+            STALLED_ABORT,
+            node_exit("node1", 1, T0 + 72, after_abort=True),
+            node_exit("node2", 1, T0 + 72, after_abort=True),
+            {"event": "launcher_exit", "code": 143, "time": T0 + 73},
+        ],
+    )
+    records.stall = stall if stall is not None else {"kind": "stall", "text": STALL_TEXT, "detected_at": STALL_AT}
+    return records
+
+
+def test_a_stall_is_the_root_cause_whatever_the_stop_did_to_the_ranks() -> None:
+    summary = summary_of(stalled_run(), launcher_exit_code=None)
+    assert summary["status"] == "failed"
+    assert summary["root_cause_kind"] == "stall"
+    assert summary["failure_reasons"][0] == STALL_TEXT
+    assert "rank 1 on node2 was stopped after the failure (exit 143)" in summary["failure_reasons"]
+    assert summary["failure_detected_at"] == STALL_AT
+    assert summary["launcher_exit_code"] == 143
+
+
+def test_a_stall_without_text_is_no_failure_reason() -> None:
+    summary = summary_of(stalled_run(stall={"detected_at": STALL_AT}), launcher_exit_code=None)
+    assert summary["root_cause_kind"] == "signal"  # rank 2's SIGKILL is all that is left
+    assert STALL_TEXT not in summary["failure_reasons"]
+
+
+def test_a_stall_json_in_the_run_dir_is_read_and_names_the_root_cause(tmp_path: Path) -> None:
+    stall = {
+        "kind": "stall",
+        "ranks": [{"rank": 1, "node": "node2", "state": "T"}],
+        "seconds": 60.0,
+        "text": STALL_TEXT,
+        "detected_at": STALL_AT,
+    }
+    write(tmp_path / "stall.json", json.dumps(stall))
+    node1, node2 = tmp_path / "nodes" / "node1", tmp_path / "nodes" / "node2"
+    write(node1 / "logs" / "launcher.log", json_lines(LAUNCH, STALLED_ABORT, {"event": "launcher_exit", "code": 143, "time": T0 + 73}))
+    write(node1 / "status" / "rank-0.json", json.dumps(rank_status(0, code=143, signal=15, stopped=True, ended=T0 + 71.5)))
+    write(node2 / "status" / "rank-1.json", json.dumps(rank_status(1, code=143, signal=15, stopped=True, ended=T0 + 71.2)))
+
+    records = read_run_dir(tmp_path, NAMES)
+
+    assert records.stall == stall
+    summary = summary_of(records, world_size=2, launcher_exit_code=None)
+    assert (summary["root_cause_kind"], summary["failure_reasons"][0]) == ("stall", STALL_TEXT)
+    assert summary["failure_detected_at"] == STALL_AT
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[1, 2]"])
+def test_a_missing_or_broken_stall_json_is_no_stall(tmp_path: Path, text: str) -> None:
+    if text:
+        write(tmp_path / "stall.json", text)
+    assert read_run_dir(tmp_path, NAMES).stall == {}
+
+
+def test_a_cancelled_run_is_cancelled_first() -> None:
+    records = make_records(
+        rank_status(0, code=143, signal=15, stopped=True),
+        rank_status(1, code=143, signal=15, stopped=True),
+        rank_status(2, code=143, signal=15, stopped=True),
+        launcher_events=[LAUNCH, {"event": "cancel", "time": T0 + 20}, {"event": "launcher_exit", "code": 143, "time": T0 + 22}],
+    )
+    summary = summary_of(records, launcher_exit_code=None)
+    assert summary["status"] == "cancelled"
+    assert summary["root_cause_kind"] == "cancelled"
+    assert summary["failure_reasons"][0] == "cancelled on request (a stop was asked for while the job ran)"
+    assert summary["failure_detected_at"] == T0 + 22
+
+
+def test_failure_detected_at_is_the_stall_before_any_abort() -> None:
+    records = stalled_run()
+    records.launcher_events.insert(1, {"event": "abort", "reason": "node node3 exited 1", "time": T0 + 40})
+    assert summary_of(records, launcher_exit_code=None)["failure_detected_at"] == STALL_AT
+
+
+def test_failure_detected_at_is_the_first_abort_without_a_stall() -> None:
+    records = make_records(
+        rank_status(1, code=3, ended=T0 + 10),
+        launcher_events=[
+            LAUNCH,
+            {"event": "abort", "reason": "node node2 exited 1", "time": T0 + 10.6},
+            {"event": "abort", "reason": "signal", "time": T0 + 10.2},
+            {"event": "launcher_exit", "code": 1, "time": T0 + 13},
+        ],
+    )
+    assert summary_of(records, launcher_exit_code=None)["failure_detected_at"] == T0 + 10.2
+
+
+def test_failure_detected_at_is_the_launcher_exit_without_an_abort() -> None:
+    records = make_records(rank_status(1, code=3), launcher_events=[LAUNCH, {"event": "launcher_exit", "code": 1, "time": T0 + 13.25}])
+    assert summary_of(records, launcher_exit_code=None)["failure_detected_at"] == T0 + 13.25
+
+
+def test_failure_detected_at_is_unknown_without_any_event() -> None:
+    assert summary_of(make_records(rank_status(1, code=3)), launcher_exit_code=1)["failure_detected_at"] is None
+
+
+def test_a_succeeded_run_has_no_failure_detected_at() -> None:
+    summary = summary_of(make_records(launcher_events=CLEAN_LAUNCHER_EVENTS), launcher_exit_code=None)
+    assert (summary["status"], summary["failure_detected_at"]) == ("succeeded", None)
+
+
+def test_started_at_is_the_earliest_rank_start() -> None:
+    records = make_records(rank_status(2, started=T0 + 2.5), rank_status(1, code=None, started=T0 + 9))
+    assert summary_of(records)["started_at"] == T0 + 2.5
+
+
+def test_started_at_is_unknown_when_no_rank_started() -> None:
+    assert summary_of(make_records(absent=(0, 1, 2)), launcher_exit_code=1)["started_at"] is None

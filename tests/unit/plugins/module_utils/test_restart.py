@@ -1,0 +1,232 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The restart policy: which failed attempts are relaunched, and the record of each restart."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils.restart import (
+    INFRASTRUCTURE_KINDS,
+    RESTART_ON_CHOICES,
+    Decision,
+    completed,
+    decide,
+    new_entry,
+)
+from ansible_collections.multinode.training.plugins.module_utils.run_report import RunRecords, summarize
+
+DEFAULT_RESTART_ON = list(INFRASTRUCTURE_KINDS)  # launcher_restart_on's default
+REASON = "node3: the worker container is not running, it died (exit code 137)"
+
+
+def failed(kind: str | None, *reasons: str, status: str = "failed") -> dict[str, Any]:
+    """The parts of an attempt's summary the policy reads."""
+    return {
+        "status": status,
+        "root_cause_kind": kind,
+        "failure_reasons": list(reasons or (REASON, "launcher exited 1")),
+        "started_at": 1005.0,
+        "failure_detected_at": 1020.5,
+        "node_names": ["node1", "node2", "node3"],
+        "resumed_from": None,
+    }
+
+
+def verdict(summary: dict[str, Any], *, used: int = 0, most: int = 2, restart_on: list[str] | None = None) -> Decision:
+    return decide(
+        summary,
+        restarts_used=used,
+        max_restarts=most,
+        restart_on=DEFAULT_RESTART_ON if restart_on is None else restart_on,
+    )
+
+
+# --- the kinds ---
+
+
+def test_the_infrastructure_kinds_and_the_choices() -> None:
+    assert INFRASTRUCTURE_KINDS == ("worker_lost", "node_lost", "connection", "signal", "stall", "teardown_race")
+    assert RESTART_ON_CHOICES == INFRASTRUCTURE_KINDS + ("exit",)
+
+
+# --- the verdict ---
+
+
+def test_a_succeeded_job_is_not_restarted() -> None:
+    summary = {"status": "succeeded", "root_cause_kind": None, "failure_reasons": []}
+    assert verdict(summary) == Decision(False, "the job succeeded")
+
+
+@pytest.mark.parametrize("kind", ["cancelled", *RESTART_ON_CHOICES])
+def test_a_cancelled_job_is_never_restarted(kind: str) -> None:
+    # Whatever the kind of what went wrong before the stop, and however generous the policy.
+    summary = failed(kind, "cancelled on request (a stop was asked for while the job ran)", REASON, status="cancelled")
+    assert verdict(summary, most=10, restart_on=list(RESTART_ON_CHOICES)) == Decision(
+        False, "a cancelled job is never restarted"
+    )
+
+
+@pytest.mark.parametrize("kind", ["worker_lost", "node_lost", "connection", "signal", "stall", "teardown_race"])
+def test_an_infrastructure_failure_is_restarted_while_restarts_are_left(kind: str) -> None:
+    summary = failed(kind, "the root cause", "launcher exited 1")
+    assert verdict(summary, used=0, most=2) == Decision(True, "restart 1 of 2: the root cause")
+    assert verdict(summary, used=1, most=2) == Decision(True, "restart 2 of 2: the root cause")
+
+
+@pytest.mark.parametrize("kind", INFRASTRUCTURE_KINDS)
+def test_no_restart_is_left(kind: str) -> None:
+    assert verdict(failed(kind), used=2, most=2) == Decision(False, "no restart left (launcher_max_restarts: 2)")
+    assert verdict(failed(kind), used=0, most=0) == Decision(False, "no restart left (launcher_max_restarts: 0)")
+
+
+def test_a_rank_s_own_failure_is_not_restarted_by_default() -> None:
+    summary = failed("exit", "rank 1 on node2 exited 3", "launcher exited 1")
+    assert verdict(summary) == Decision(False, "its root cause (exit) is not one launcher_restart_on restarts")
+
+
+def test_a_rank_s_own_failure_is_restarted_when_restart_on_names_exit() -> None:
+    summary = failed("exit", "rank 1 on node2 exited 3", "launcher exited 1")
+    assert verdict(summary, restart_on=[*DEFAULT_RESTART_ON, "exit"]) == Decision(
+        True, "restart 1 of 2: rank 1 on node2 exited 3"
+    )
+    assert verdict(summary, used=2, restart_on=[*DEFAULT_RESTART_ON, "exit"]) == Decision(
+        False, "no restart left (launcher_max_restarts: 2)"
+    )
+
+
+@pytest.mark.parametrize("kind", ["timeout", "launcher", "consequence", None])
+def test_a_timeout_a_launcher_that_cannot_run_and_a_mere_consequence_are_never_restarted_by_default(
+    kind: str | None,
+) -> None:
+    assert kind not in RESTART_ON_CHOICES
+    assert verdict(failed(kind), most=5) == Decision(
+        False, f"its root cause ({kind}) is not one launcher_restart_on restarts"
+    )
+
+
+def test_restart_on_narrows_the_kinds() -> None:
+    assert verdict(failed("stall"), restart_on=["worker_lost"]) == Decision(
+        False, "its root cause (stall) is not one launcher_restart_on restarts"
+    )
+    assert verdict(failed("worker_lost"), restart_on=["worker_lost"]).restart is True
+    assert verdict(failed("worker_lost"), restart_on=[]).restart is False
+
+
+# --- the verdict on real summaries ---
+
+
+def summary_of(records: RunRecords, **overrides: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "job_id": "job-1",
+        "launcher": "torchrun",
+        "nodes": ["10.0.0.1", "10.0.0.2"],
+        "node_names": ["node1", "node2"],
+        "world_size": 2,
+        "timed_out": False,
+        "launcher_exit_code": 1,
+        **overrides,
+    }
+    return summarize(records, **kwargs)
+
+
+def status(rank: int, code: int, signal: int | None = None, stopped: bool = False) -> dict[str, Any]:
+    node = f"node{rank + 1}"
+    return {"rank": rank, "node": node, "host": node, "started": 1005.0 + rank, "ended": 1030.0 + rank,
+            "code": code, "signal": signal, "stopped": stopped}
+
+
+def test_a_summarized_oom_kill_is_restarted_and_a_summarized_exit_is_not() -> None:
+    oom = summary_of(RunRecords(rank_status={0: status(0, 0), 1: status(1, 137, signal=9)}))
+    assert oom["root_cause_kind"] == "signal"
+    assert verdict(oom, most=1) == Decision(
+        True, "restart 1 of 1: rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)"
+    )
+    bug = summary_of(RunRecords(rank_status={0: status(0, 0), 1: status(1, 3)}))
+    assert verdict(bug, most=1).restart is False
+
+
+def test_a_summarized_cancel_is_not_restarted() -> None:
+    records = RunRecords(
+        launcher_events=[{"event": "cancel", "time": 1010.0}, {"event": "launcher_exit", "code": 143, "time": 1011.0}],
+        rank_status={0: status(0, 143, signal=15, stopped=True), 1: status(1, 137, signal=9)},
+    )
+    assert verdict(summary_of(records), most=3).why == "a cancelled job is never restarted"
+
+
+# --- the record of the restarts ---
+
+
+def test_new_entry_records_the_cause_and_leaves_the_resume_open() -> None:
+    summary = failed("worker_lost", REASON, "rank 2 on node3 left no exit status")
+    assert new_entry(summary, 2) == {
+        "attempt": 2,
+        "cause": REASON,
+        "kind": "worker_lost",
+        "detected_at": 1020.5,
+        "resumed_at": None,
+        "resumed_from": None,
+        "nodes": None,
+    }
+
+
+def test_new_entry_without_a_detection_time() -> None:
+    summary = {"status": "failed", "root_cause_kind": "stall", "failure_reasons": ["rank 1 on node2 stalled"]}
+    entry = new_entry(summary, 1)
+    assert (entry["cause"], entry["kind"], entry["detected_at"]) == ("rank 1 on node2 stalled", "stall", None)
+
+
+def next_attempt(**changes: Any) -> dict[str, Any]:
+    """The summary of the attempt after a restart."""
+    return {
+        "status": "succeeded",
+        "started_at": 1100.25,
+        "resumed_from": "/shared/checkpoints/digits/epoch-3.pt",
+        "node_names": ["node1", "node2", "node4"],
+        **changes,
+    }
+
+
+def test_completed_fills_the_open_entry_from_the_attempt_that_followed() -> None:
+    restarts = [new_entry(failed("worker_lost"), 1)]
+    before = copy.deepcopy(restarts)
+    done = completed(restarts, next_attempt())
+    assert done == [
+        {
+            "attempt": 1,
+            "cause": REASON,
+            "kind": "worker_lost",
+            "detected_at": 1020.5,
+            "resumed_at": 1100.25,
+            "resumed_from": "/shared/checkpoints/digits/epoch-3.pt",
+            "nodes": ["node1", "node2", "node4"],
+        }
+    ]
+    assert restarts == before, "the input list and its entries are left as they were"
+    assert done[0] is not restarts[0]
+
+
+def test_completed_touches_only_the_last_entry_and_only_while_it_is_open() -> None:
+    first = {**new_entry(failed("stall", "rank 1 on node2 stalled"), 1), "resumed_at": 1050.0,
+             "resumed_from": "/ckpt/epoch-1.pt", "nodes": ["node1", "node2"]}
+    second = new_entry(failed("signal", "rank 0 on node1 killed by signal 9 (SIGKILL)"), 2)
+    done = completed([first, second], next_attempt(started_at=1200.0))
+    assert done[0] == first
+    assert (done[1]["resumed_at"], done[1]["resumed_from"], done[1]["nodes"]) == (
+        1200.0,
+        "/shared/checkpoints/digits/epoch-3.pt",
+        ["node1", "node2", "node4"],
+    )
+    # Already complete: a later summary (e.g. of the same attempt written again) changes nothing.
+    assert completed(done, next_attempt(started_at=9999.0, node_names=["other"])) == done
+
+
+def test_completed_of_no_restart_is_empty() -> None:
+    assert completed([], next_attempt()) == []
+
+
+def test_completed_when_the_next_attempt_started_no_rank() -> None:
+    done = completed([new_entry(failed("node_lost"), 1)], {"status": "failed", "started_at": None})
+    assert (done[0]["resumed_at"], done[0]["resumed_from"], done[0]["nodes"]) == (None, None, [])

@@ -1,0 +1,286 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The stall watchdog: no alarm while any rank makes progress, a stall named after the rank to blame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils import events, progress
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import BUSY_CPU_SECONDS
+from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
+
+TIMEOUT = 60.0
+NODES = {0: "node1", 1: "node2", 2: "node3"}
+
+
+def started(rank: int) -> dict[str, Any]:
+    return {"kind": "started", "rank": rank, "node": NODES[rank]}
+
+
+def ended(rank: int, code: int = 0) -> dict[str, Any]:
+    return {"kind": "ended", "rank": rank, "node": NODES[rank], "code": code}
+
+
+def output(rank: int, text: str = "step done") -> dict[str, Any]:
+    return {"kind": "output", "rank": rank, "node": NODES[rank], "text": text}
+
+
+def epoch(rank: int, number: int = 1) -> dict[str, Any]:
+    return {"kind": "epoch", "rank": rank, "node": NODES[rank], "epoch": number, "loss": 0.5, "samples_per_s": None}
+
+
+def beat(rank: int, state: str, cpu_seconds: float) -> dict[str, Any]:
+    """A beat record as progress.py makes it from the rank wrapper's beat line."""
+    return {"kind": "beat", "rank": rank, "node": NODES[rank], "state": state, "cpu_seconds": cpu_seconds}
+
+
+def job(*ranks: int, timeout: float = TIMEOUT, at: float = 0.0) -> Watchdog:
+    """A watchdog that saw ``ranks`` start at ``at``."""
+    dog = Watchdog(timeout=timeout)
+    dog.observe([started(rank) for rank in ranks], at)
+    return dog
+
+
+def beats_every_5_s(dog: Watchdog, start: float, end: float, cpu: dict[int, tuple[str, float, float]]) -> None:
+    """Beats of every rank in ``cpu`` (rank: (state, CPU seconds at ``start``, CPU seconds used per second)) every
+    events.BEAT_SECONDS from ``start`` up to ``end``, as the wrapper's watcher sends them."""
+    now = start
+    while now <= end:
+        dog.observe(
+            [beat(rank, state, first + rate * (now - start)) for rank, (state, first, rate) in cpu.items()], now
+        )
+        now += events.BEAT_SECONDS
+
+
+# --- no stall while something progresses ---
+
+
+def test_a_job_that_just_started_is_not_stalled() -> None:
+    dog = job(0, 1, 2)
+    assert dog.stalled(0.0) is None
+    assert dog.stalled(TIMEOUT - 0.1) is None
+
+
+def test_a_job_without_any_output_or_beat_stalls_after_the_timeout() -> None:
+    dog = job(0, 1, 2)
+    stall = dog.stalled(TIMEOUT)
+    assert stall == Stall(ranks=((0, "node1", "?"), (1, "node2", "?"), (2, "node3", "?")), seconds=TIMEOUT)
+
+
+@pytest.mark.parametrize("record", [output(2), epoch(2)], ids=["output", "epoch"])
+def test_output_or_an_epoch_of_any_rank_is_progress(record: dict[str, Any]) -> None:
+    dog = job(0, 1, 2)
+    dog.observe([record], 50.0)
+    assert dog.stalled(100.0) is None
+    assert dog.stalled(109.9) is None
+    stall = dog.stalled(110.0)
+    assert stall is not None
+    assert stall.seconds == TIMEOUT
+    # Ranks 0 and 1 stopped progressing at 0, rank 2 only at 50: the first ones are blamed.
+    assert stall.ranks == ((0, "node1", "?"), (1, "node2", "?"))
+
+
+def test_a_beat_whose_cpu_grew_by_the_busy_threshold_is_progress() -> None:
+    dog = job(1)
+    dog.observe([beat(1, "R", 10.0)], 5.0)
+    dog.observe([beat(1, "R", 10.0 + BUSY_CPU_SECONDS + 0.05)], 50.0)
+    assert dog.stalled(109.0) is None
+    assert dog.stalled(110.0) == Stall(ranks=((1, "node2", "R"),), seconds=TIMEOUT)
+
+
+def test_a_beat_whose_cpu_grew_by_less_than_the_busy_threshold_is_no_progress() -> None:
+    dog = job(1)
+    dog.observe([beat(1, "S", 10.0)], 5.0)  # the first beat: the baseline
+    dog.observe([beat(1, "S", 10.05)], 30.0)
+    dog.observe([beat(1, "S", 10.09)], 60.0)
+    stall = dog.stalled(65.0)
+    assert stall == Stall(ranks=((1, "node2", "S"),), seconds=TIMEOUT)
+
+
+def test_rank_0_evaluating_while_the_others_wait_is_no_stall() -> None:
+    """Rank 0 prints nothing for minutes but burns CPU; ranks 1 and 2 sleep at a barrier: no false alarm."""
+    dog = job(0, 1, 2)
+    beats_every_5_s(dog, 5.0, 600.0, {0: ("R", 1.0, 1.0), 1: ("S", 3.0, 0.0), 2: ("S", 3.0, 0.0)})
+    for now in (60.0, 300.0, 600.0, 604.9):
+        assert dog.stalled(now) is None, now
+
+
+def test_one_rank_progressing_is_enough_even_when_another_is_stopped() -> None:
+    dog = job(0, 1)
+    beats_every_5_s(dog, 5.0, 200.0, {0: ("T", 2.0, 0.0), 1: ("R", 2.0, 1.0)})
+    assert dog.stalled(200.0) is None
+
+
+# --- the stall and the rank to blame ---
+
+
+def test_every_rank_idle_for_the_timeout_is_a_stall() -> None:
+    dog = job(0, 1, 2)
+    dog.observe([output(0), output(1), output(2)], 10.0)
+    beats_every_5_s(dog, 15.0, 100.0, {0: ("S", 4.0, 0.0), 1: ("S", 4.0, 0.0), 2: ("S", 4.0, 0.0)})
+    # The first beat of each rank (at 15) sets its CPU baseline and counts as progress: idle since then.
+    assert dog.stalled(74.9) is None
+    stall = dog.stalled(75.0)
+    assert stall is not None
+    assert stall.seconds == TIMEOUT
+    assert stall.ranks == ((0, "node1", "S"), (1, "node2", "S"), (2, "node3", "S"))
+
+
+def test_the_rank_that_stopped_progressing_first_is_blamed() -> None:
+    # Rank 1 hangs at 10 (a deadlock of its own); ranks 0 and 2 print until 20, then wait for it in a collective.
+    dog = job(0, 1, 2)
+    dog.observe([output(1)], 10.0)
+    dog.observe([output(0), output(2)], 20.0)
+    stall = dog.stalled(80.0)
+    assert stall == Stall(ranks=((1, "node2", "?"),), seconds=TIMEOUT)
+    assert stall.describe() == "rank 1 on node2 stalled: no progress for 60 s"
+
+
+def test_ranks_that_stopped_within_one_beat_of_the_first_are_blamed_together() -> None:
+    dog = job(0, 1, 2)
+    dog.observe([output(1)], 10.0)
+    dog.observe([output(2)], 10.0 + events.BEAT_SECONDS)  # exactly one beat later: as early as the beats can tell
+    dog.observe([output(0)], 10.0 + events.BEAT_SECONDS + 0.5)  # later than that: waited for them
+    stall = dog.stalled(200.0)
+    assert stall is not None
+    assert [rank for rank, _, _ in stall.ranks] == [1, 2]
+    assert stall.describe() == "rank 1 on node2, rank 2 on node3 stalled: no progress for 184 s"
+
+
+@pytest.mark.parametrize("frozen", ["T", "D"])
+def test_a_stopped_rank_is_blamed_even_when_another_stopped_progressing_first(frozen: str) -> None:
+    dog = job(0, 1, 2)
+    beats_every_5_s(dog, 5.0, 5.0, {0: ("S", 1.0, 0.0), 1: ("S", 1.0, 0.0), 2: ("S", 1.0, 0.0)})  # the baselines
+    dog.observe([output(0), output(1)], 30.0)  # rank 2 went quiet first (it waits on the others)
+    # Then rank 1 was frozen (SIGSTOP, a wedged device) and rank 0 waits for it.
+    beats_every_5_s(dog, 35.0, 85.0, {0: ("S", 1.0, 0.0), 1: (frozen, 1.0, 0.0), 2: ("S", 1.0, 0.0)})
+    assert dog.stalled(89.9) is None
+    stall = dog.stalled(90.0)
+    assert stall is not None
+    assert stall.ranks == ((1, "node2", frozen),)
+    assert stall.describe() == f"rank 1 on node2 stalled: no progress for 60 s (stopped, state {frozen})"
+
+
+def test_without_a_stopped_rank_the_same_job_blames_the_one_that_went_quiet_first() -> None:
+    dog = job(0, 1, 2)
+    beats_every_5_s(dog, 5.0, 5.0, {0: ("S", 1.0, 0.0), 1: ("S", 1.0, 0.0), 2: ("S", 1.0, 0.0)})
+    dog.observe([output(0), output(1)], 30.0)
+    beats_every_5_s(dog, 35.0, 85.0, {0: ("S", 1.0, 0.0), 1: ("S", 1.0, 0.0), 2: ("S", 1.0, 0.0)})
+    assert dog.stalled(90.0) == Stall(ranks=((2, "node3", "S"),), seconds=TIMEOUT)
+
+
+def test_a_stopped_rank_s_beats_are_no_progress_even_when_its_cpu_numbers_change() -> None:
+    dog = job(1)
+    beats_every_5_s(dog, 5.0, 60.0, {1: ("T", 20.0, 1.0)})  # the CPU seconds climb: they must not count
+    stall = dog.stalled(60.0)
+    assert stall == Stall(ranks=((1, "node2", "T"),), seconds=TIMEOUT)
+    assert stall.describe() == "rank 1 on node2 stalled: no progress for 60 s (stopped, state T)"
+
+
+def test_a_rank_continued_after_a_stop_progresses_again() -> None:
+    dog = job(1)
+    beats_every_5_s(dog, 5.0, 50.0, {1: ("T", 20.0, 0.0)})
+    dog.observe([beat(1, "R", 22.0)], 55.0)  # SIGCONT: it runs and burns CPU again
+    assert dog.stalled(114.9) is None
+    assert dog.stalled(115.0) == Stall(ranks=((1, "node2", "R"),), seconds=TIMEOUT)
+
+
+def test_ended_ranks_are_forgotten() -> None:
+    # Rank 2 ended early (it is never blamed); ranks 0 and 1 go on printing until 40.
+    dog = job(0, 1, 2)
+    dog.observe([ended(2)], 5.0)
+    dog.observe([output(0), output(1)], 40.0)
+    dog.observe([beat(2, "S", 1.0), output(2)], 41.0)  # stray lines of an ended rank: ignored
+    stall = dog.stalled(100.0)
+    assert stall is not None
+    assert [rank for rank, _, _ in stall.ranks] == [0, 1]
+    assert stall.seconds == TIMEOUT
+
+
+def test_a_job_whose_ranks_all_ended_never_stalls() -> None:
+    dog = job(0, 1)
+    dog.observe([ended(0, code=0), ended(1, code=3)], 10.0)
+    assert dog.pulses == {}
+    assert dog.stalled(10_000.0) is None
+
+
+def test_timeout_0_never_stalls() -> None:
+    dog = job(0, 1, timeout=0)
+    beats_every_5_s(dog, 5.0, 100.0, {0: ("T", 1.0, 0.0), 1: ("S", 1.0, 0.0)})
+    assert dog.stalled(100.0) is None
+    assert dog.stalled(1_000_000.0) is None
+
+
+def test_records_of_ranks_that_never_started_and_launcher_records_are_ignored() -> None:
+    dog = Watchdog(timeout=TIMEOUT)
+    dog.observe(
+        [output(0), beat(1, "T", 3.0), epoch(2), {"kind": "abort", "reason": "x"}, {"kind": "node_exit", "node": "node1"}],
+        1.0,
+    )
+    assert dog.pulses == {}
+    assert dog.stalled(1_000.0) is None
+
+
+def test_a_rank_started_again_starts_with_a_fresh_pulse() -> None:
+    dog = job(1)
+    beats_every_5_s(dog, 5.0, 50.0, {1: ("T", 20.0, 0.0)})
+    dog.observe([started(1)], 100.0)  # the next attempt's rank 1
+    assert dog.stalled(159.9) is None
+    assert dog.stalled(160.0) == Stall(ranks=((1, "node2", "?"),), seconds=TIMEOUT)
+
+
+def test_the_watchdog_reads_the_records_progress_py_makes_of_the_wrapper_lines() -> None:
+    def lines(*texts: str) -> dict[str, str]:
+        return {"node1.log": "".join(f"[rank {rank} {NODES[rank]}] {text}\n" for rank, text in texts)}
+
+    dog = Watchdog(timeout=TIMEOUT)
+    dog.observe(progress.progress_records(lines((0, events.RANK_STARTED), (1, events.RANK_STARTED))), 0.0)
+    dog.observe(progress.progress_records(lines((0, "epoch 1 loss 0.5"), (1, f"{events.RANK_BEAT} S 4.00"))), 5.0)
+    dog.observe(progress.progress_records(lines((0, f"{events.RANK_BEAT} S 9.00"), (1, f"{events.RANK_BEAT} T 4.00"))), 10.0)
+    stall = dog.stalled(70.0)
+    assert stall is not None
+    assert stall.ranks == ((1, "node2", "T"),)
+    assert stall.describe() == "rank 1 on node2 stalled: no progress for 60 s (stopped, state T)"
+
+
+# --- Stall ---
+
+
+def test_stall_as_record_is_the_json_kept_in_the_run_directory() -> None:
+    stall = Stall(ranks=((1, "node2", "T"), (2, "node3", "T")), seconds=61.26)
+    assert stall.as_record() == {
+        "kind": "stall",
+        "ranks": [{"rank": 1, "node": "node2", "state": "T"}, {"rank": 2, "node": "node3", "state": "T"}],
+        "seconds": 61.3,
+        "text": "rank 1 on node2, rank 2 on node3 stalled: no progress for 61 s (stopped, state T)",
+    }
+
+
+def test_describe_names_every_frozen_state_once() -> None:
+    stall = Stall(ranks=((0, "node1", "D"), (1, "node2", "T"), (2, "node3", "T")), seconds=90.0)
+    assert stall.describe() == (
+        "rank 0 on node1, rank 1 on node2, rank 2 on node3 stalled: no progress for 90 s (stopped, state D/T)"
+    )
+
+
+def test_describe_says_nothing_of_a_state_when_not_every_blamed_rank_is_frozen() -> None:
+    stall = Stall(ranks=((0, "node1", "S"), (1, "node2", "T")), seconds=75.9)
+    assert stall.describe() == "rank 0 on node1, rank 1 on node2 stalled: no progress for 75 s"
+
+
+# --- suspected bug ---
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="PRODUCT BUG (watchdog._beat): CPU growth is compared as floats, 12.44 - 12.34 = 0.0999... < "
+    "BUSY_CPU_SECONDS, so a beat whose CPU grew by exactly BUSY_CPU_SECONDS (as printed, 2 decimals) is no "
+    "progress, while the wrapper's own watcher (integer clock ticks, -ge) counts it as progress",
+)
+def test_a_beat_whose_cpu_grew_by_exactly_the_busy_threshold_is_progress() -> None:
+    dog = job(1)
+    dog.observe([beat(1, "S", 12.34)], 5.0)
+    dog.observe([beat(1, "S", 12.44)], 50.0)  # grew by 0.10 CPU seconds, as the wrapper prints it
+    assert dog.stalled(65.0) is None
