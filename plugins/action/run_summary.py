@@ -38,6 +38,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "max_restarts": {"type": "int", "default": 0},
     "restart_on": {"type": "list", "elements": "str", "default": list(restart.INFRASTRUCTURE_KINDS),
                    "choices": list(restart.RESTART_ON_CHOICES)},
+    "lost_nodes": {"type": "list", "elements": "str", "default": []},
+    "min_nodes": {"type": "int", "default": 1},
 }
 
 
@@ -51,7 +53,8 @@ class ActionModule(ActionBase):
         summary = run_summary(args)
         restarts = restart.completed(args["restarts"], summary)
         decision = restart.decide(
-            summary, restarts_used=len(restarts), max_restarts=args["max_restarts"], restart_on=args["restart_on"]
+            summary, restarts_used=len(restarts), max_restarts=args["max_restarts"], restart_on=args["restart_on"],
+            lost_nodes=args["lost_nodes"], min_nodes=args["min_nodes"],
         )
         if decision.restart:
             restarts.append(restart.new_entry(summary, args["attempt"]))

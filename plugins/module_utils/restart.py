@@ -6,7 +6,9 @@
 An attempt's summary (run_report.py) names the kind of its root cause. Failures of the infrastructure (a worker or
 node lost, the cluster's SSH cut, a rank killed by a signal from outside, a stall, gloo's teardown race after the
 work) are restarted while restarts are left; a rank whose own code failed is not by default (a deterministic bug
-fails again), a timeout is not (the job's time is up) and a cancel never is.
+fails again), a timeout is not (the job's time is up) and a cancel never is. A node that is lost (it did not come
+back in time) is left out: the job goes on on the others (a smaller world, as torch elastic does) while at least
+``min_nodes`` remain and the launcher node is not the one lost.
 
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
@@ -38,8 +40,17 @@ class Decision:
     why: str
 
 
-def decide(summary: Mapping[str, Any], *, restarts_used: int, max_restarts: int, restart_on: Sequence[str]) -> Decision:
-    """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``."""
+def decide(
+    summary: Mapping[str, Any],
+    *,
+    restarts_used: int,
+    max_restarts: int,
+    restart_on: Sequence[str],
+    lost_nodes: Sequence[str] = (),
+    min_nodes: int = 1,
+) -> Decision:
+    """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``, with ``lost_nodes``
+    (of the summary's ``node_names``, launcher first) left out of the next attempt."""
     status = summary.get("status")
     if status == "succeeded":
         return Decision(False, "the job succeeded")
@@ -50,7 +61,17 @@ def decide(summary: Mapping[str, Any], *, restarts_used: int, max_restarts: int,
         return Decision(False, f"its root cause ({kind}) is not one launcher_restart_on restarts")
     if restarts_used >= max_restarts:
         return Decision(False, f"no restart left (launcher_max_restarts: {max_restarts})")
-    return Decision(True, f"restart {restarts_used + 1} of {max_restarts}: {summary['failure_reasons'][0]}")
+    nodes = list(summary.get("node_names") or [])
+    remaining = [node for node in nodes if node not in lost_nodes]
+    if nodes and nodes[0] in lost_nodes:
+        return Decision(False, f"the launcher node {nodes[0]} is lost (its ranks and checkpoints are there)")
+    if len(remaining) < min_nodes:
+        return Decision(
+            False,
+            f"{len(remaining)} of {len(nodes)} nodes left without {', '.join(lost_nodes)}; launcher_min_nodes is {min_nodes}",
+        )
+    without = f"; without {', '.join(lost_nodes)}, on {len(remaining)} nodes" if lost_nodes else ""
+    return Decision(True, f"restart {restarts_used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{without}")
 
 
 def new_entry(summary: Mapping[str, Any], attempt: int) -> dict[str, Any]:

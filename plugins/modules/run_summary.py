@@ -127,6 +127,17 @@ options:
     elements: str
     choices: [worker_lost, node_lost, connection, signal, stall, teardown_race, exit]
     default: [worker_lost, node_lost, connection, signal, stall, teardown_race]
+  lost_nodes:
+    description:
+      - Nodes of O(node_names) lost to the job (they did not answer and did not come back in time). The next attempt
+        goes on without them, unless the launcher node is one of them or fewer than O(min_nodes) would remain.
+    type: list
+    elements: str
+    default: []
+  min_nodes:
+    description: The fewest nodes the job may go on with after a restart without its lost nodes.
+    type: int
+    default: 1
 """
 
 EXAMPLES = r"""

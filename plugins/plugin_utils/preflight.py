@@ -190,6 +190,7 @@ NAMED_RULES: dict[str, Rule] = {
     "launcher_omp_num_threads": _count_or_auto,
     "launcher_max_restarts": _int_in(0, None, "0 (never restart) or how many restarts one job may use"),
     "launcher_stall_timeout": _int_in(0, None, "0 (no stall watchdog) or seconds without progress"),
+    "launcher_min_nodes": _int_in(1, None, "at least 1 node"),
     "launcher_env": _environment,
     "oneapi_verify_env": _environment,
     **{old: _no_longer_read(f"set {new} instead (per host, per group or -e)") for old, new in RENAMED.items()},
