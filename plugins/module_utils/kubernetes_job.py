@@ -108,6 +108,7 @@ class KubernetesJob:
     node they must be ReadWriteMany, every pod mounts them. ``proxy_config_map`` names a ConfigMap whose
     keys become variables of every container (``envFrom``). ``ssh_auth_mount_path`` (MPIJob only) is
     where the MPI operator mounts the job's SSH keys: the ``.ssh`` directory of the image's user.
+    ``max_restarts`` is how often the operator may restart the job's pods after a failure (``launcher_max_restarts``).
     """
 
     name: str
@@ -125,6 +126,7 @@ class KubernetesJob:
     output_mount: str = "/outputs"
     proxy_config_map: str | None = None
     ssh_auth_mount_path: str = "/home/dev/.ssh"
+    max_restarts: int = 0
 
 
 # ---------------------------------------------------------------- validation
@@ -136,6 +138,7 @@ def check(job: KubernetesJob) -> None:
         raise KubernetesJobError(f"launcher: {job.launcher!r} is not one of {', '.join(LAUNCHERS)}")
     _check_count("nodes", job.nodes)
     _check_count("procs_per_node", job.procs_per_node)
+    _check_count("max_restarts", job.max_restarts, minimum=0)
     _check_name("name", job.name, DNS_1035_LABEL, LABEL_MAX, _LABEL_1035)
     _check_name("namespace", job.namespace, DNS_1123_LABEL, LABEL_MAX, _LABEL_1123)
     _check_image(job.image)
@@ -150,11 +153,11 @@ def check(job: KubernetesJob) -> None:
     _check_mounts(job)
 
 
-def _check_count(what: str, value: Any) -> None:
+def _check_count(what: str, value: Any, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise KubernetesJobError(f"{what}: must be a whole number >= 1, got {value!r} ({type(value).__name__})")
-    if value < 1:
-        raise KubernetesJobError(f"{what}: must be a whole number >= 1, got {value}")
+        raise KubernetesJobError(f"{what}: must be a whole number >= {minimum}, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise KubernetesJobError(f"{what}: must be a whole number >= {minimum}, got {value}")
 
 
 _LABEL_1035 = (
@@ -340,9 +343,12 @@ def _torchrun_command(job: KubernetesJob) -> list[str]:
 def pytorch_job(job: KubernetesJob) -> dict[str, Any]:
     """A PyTorchJob: a Master pod (node rank 0) and ``nodes - 1`` Worker pods, each running torchrun.
 
-    ``nprocPerNode`` is a string in the CRD (it also takes "auto", "cpu", "gpu"). ``restartPolicy: Never``:
-    a failed rank fails the job, where OnFailure would restart that pod alone into a rendezvous the others
-    have left. The operator adds the master port (``pytorchjob-port``, 23456) to the ``pytorch`` container.
+    ``nprocPerNode`` is a string in the CRD (it also takes "auto", "cpu", "gpu"). Without restarts,
+    ``restartPolicy: Never``: a failed rank fails the job. With ``max_restarts``, ``restartPolicy: ExitCode`` and
+    ``runPolicy.backoffLimit``: the operator restarts a pod whose container ended with a retryable code (128 and
+    above: killed by a signal, as the collection's own restart policy does) and fails the job on a code below 128
+    (the script's own error), at most ``max_restarts`` times. The operator adds the master port
+    (``pytorchjob-port``, 23456) to the ``pytorch`` container.
     """
     check(job)
     _check_kind(job, "PyTorchJob")
@@ -350,18 +356,16 @@ def pytorch_job(job: KubernetesJob) -> dict[str, Any]:
     replica_specs = {"Master": _pytorch_replicas(job, 1)}
     if job.nodes > 1:
         replica_specs["Worker"] = _pytorch_replicas(job, job.nodes - 1)
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": _metadata(job),
-        "spec": {"nprocPerNode": str(job.procs_per_node), "pytorchReplicaSpecs": replica_specs},
-    }
+    spec: dict[str, Any] = {"nprocPerNode": str(job.procs_per_node), "pytorchReplicaSpecs": replica_specs}
+    if job.max_restarts:
+        spec["runPolicy"] = {"backoffLimit": job.max_restarts}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": _metadata(job), "spec": spec}
 
 
 def _pytorch_replicas(job: KubernetesJob, replicas: int) -> dict[str, Any]:
     """A replica spec of its own (no dict shared with the other one, which YAML would dump as an alias)."""
     template = _pod_template([_container(job, PYTORCH_CONTAINER, _torchrun_command(job))], _volumes(job))
-    return {"replicas": replicas, "restartPolicy": "Never", "template": template}
+    return {"replicas": replicas, "restartPolicy": "ExitCode" if job.max_restarts else "Never", "template": template}
 
 
 # ---------------------------------------------------------------- TrainJob (trainer.kubeflow.org/v1alpha1)
@@ -374,6 +378,9 @@ def train_job(job: KubernetesJob) -> dict[str, Any]:
     resources (as requests and limits). The claims are mounted through ``spec.runtimePatches`` (the v2.3
     replacement of ``podTemplateOverrides``), which patches the runtime's ``node`` job: its pod's volumes
     and its ``node`` container's volume mounts.
+
+    ``max_restarts`` is left out too: the v1alpha1 TrainJob has no restart field; restarts are the
+    ClusterTrainingRuntime's (its JobSet's ``failurePolicy.maxRestarts``).
 
     ``proxy_config_map`` is left out: the v1alpha1 schema has no ``envFrom`` anywhere (``spec.trainer``
     takes ``env`` only, and the runtime patch of a container takes ``env``, ``volumeMounts`` and
@@ -422,7 +429,9 @@ def mpi_job(job: KubernetesJob) -> dict[str, Any]:
     the foreground and the launcher starts every rank on them over SSH, with the keys the operator mounts
     at ``sshAuthMountPath`` and the host file it writes (``slotsPerWorker`` slots per worker). The launcher
     is created once every worker is ready (its sshd answers) and the job fails with its first failed rank
-    (``restartPolicy: Never``, ``backoffLimit: 0``). ``cleanPodPolicy: Running`` removes the workers when
+    (``restartPolicy: Never``, ``backoffLimit: 0``); with ``max_restarts`` the launcher pod is restarted
+    (``OnFailure``), which runs every rank again, at most ``max_restarts`` times (``runPolicy.backoffLimit``).
+    ``cleanPodPolicy: Running`` removes the workers when
     the launcher ends. The claims are mounted in the workers, where the ranks run; ``resources`` apply to
     the workers, the launcher only runs the MPI launcher.
     """
@@ -440,10 +449,14 @@ def mpi_job(job: KubernetesJob) -> dict[str, Any]:
             "slotsPerWorker": job.procs_per_node,
             "mpiImplementation": MPI_IMPLEMENTATION[job.launcher],
             "launcherCreationPolicy": "WaitForWorkersReady",
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": job.max_restarts},
             "sshAuthMountPath": job.ssh_auth_mount_path,
             "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "restartPolicy": "Never", "template": _pod_template([launcher], [])},
+                "Launcher": {
+                    "replicas": 1,
+                    "restartPolicy": "OnFailure" if job.max_restarts else "Never",
+                    "template": _pod_template([launcher], []),
+                },
                 "Worker": {"replicas": job.nodes, "template": _pod_template([worker], _volumes(job))},
             },
         },

@@ -76,6 +76,7 @@ VARIABLES = {
     "data_mount": "launcher_kubernetes_data_mount",
     "output_mount": "launcher_kubernetes_output_mount",
     "proxy_config_map": "launcher_kubernetes_proxy_config_map",
+    "max_restarts": "launcher_max_restarts",
 }
 
 
@@ -154,12 +155,18 @@ def _command(script: str, script_args: Sequence[str], workdir: str, mounts: Mapp
     return ["python3", program, *expand_placeholders([str(word) for word in script_args], values)]
 
 
+def _whole(value: Any) -> Any:
+    """Extra vars come as strings: a whole number as an int; anything else is left for kubernetes_job.check to refuse."""
+    return int(value) if re.fullmatch(r"[0-9]+", str(value)) else value
+
+
 def describe(params: Mapping[str, Any]) -> dict[str, Any]:
     """The kind and the fields of kubernetes_job.KubernetesJob for the launcher role's job variables.
 
     ``params``: ``job_id``, ``launcher``, ``kind`` ('' for the launcher's usual one), ``image``, ``script``,
     ``script_args``, ``workdir``, ``nodes``, ``procs_per_node``, ``omp_num_threads``, ``env``, ``namespace``,
-    ``resources``, ``data_claim``, ``output_claim``, ``proxy_config_map``, ``data_mount``, ``output_mount``.
+    ``resources``, ``data_claim``, ``output_claim``, ``proxy_config_map``, ``data_mount``, ``output_mount``,
+    ``max_restarts``.
     """
     kind = kind_for(str(params["launcher"]), str(params.get("kind") or ""))
     procs = _procs_per_node(params["procs_per_node"])
@@ -185,8 +192,7 @@ def describe(params: Mapping[str, Any]) -> dict[str, Any]:
         "command": _command(
             str(params["script"]), list(params.get("script_args") or []), str(params.get("workdir") or ""), mounts
         ),
-        # Extra vars come as strings; anything but a whole number is left for kubernetes_job.check to refuse.
-        "nodes": int(params["nodes"]) if re.fullmatch(r"[0-9]+", str(params["nodes"])) else params["nodes"],
+        "nodes": _whole(params["nodes"]),
         "procs_per_node": procs,
         "launcher": str(params["launcher"]),
         "namespace": str(params.get("namespace") or "default"),
@@ -197,6 +203,7 @@ def describe(params: Mapping[str, Any]) -> dict[str, Any]:
         "data_mount": str(params["data_mount"]),
         "output_mount": str(params["output_mount"]),
         "proxy_config_map": params.get("proxy_config_map") or None,
+        "max_restarts": _whole(params.get("max_restarts", 0)),
     }
     try:
         check(KubernetesJob(**job))

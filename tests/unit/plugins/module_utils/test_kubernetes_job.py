@@ -242,6 +242,10 @@ CASES = [
     ("MPIJob", "mpirun", {}),
     ("MPIJob", "mpirun", FULL),
     ("MPIJob", "mpirun", {"output_claim": "train-outputs", "env": {}, "nodes": 1, "procs_per_node": 1}),
+    # launcher_max_restarts: the operators' own restart settings.
+    ("PyTorchJob", "torchrun", {"max_restarts": 3}),
+    ("TrainJob", "torchrun", {"max_restarts": 3}),
+    ("MPIJob", "mpiexec", {"max_restarts": 3}),
 ]
 
 
@@ -520,3 +524,31 @@ def test_name_too_long_for_the_pod_host_names() -> None:
 def test_reserved_mpi_variables_are_rejected() -> None:
     with pytest.raises(KubernetesJobError, match=r"^env: I_MPI_HYDRA_HOST_FILE is set by the operator"):
         mpi_job(job(launcher="mpiexec", env={"I_MPI_HYDRA_HOST_FILE": "/tmp/hosts"}))
+
+
+# ---------------------------------------------------------------- restarts (launcher_max_restarts)
+
+
+def test_pytorch_job_restarts_a_pod_killed_by_a_signal_up_to_max_restarts() -> None:
+    spec = pytorch_job(job(max_restarts=3))["spec"]
+    assert spec["runPolicy"] == {"backoffLimit": 3}
+    assert {replica["restartPolicy"] for replica in spec["pytorchReplicaSpecs"].values()} == {"ExitCode"}
+
+
+def test_pytorch_job_without_restarts_fails_at_the_first_failure() -> None:
+    spec = pytorch_job(job(max_restarts=0))["spec"]
+    assert "runPolicy" not in spec
+    assert {replica["restartPolicy"] for replica in spec["pytorchReplicaSpecs"].values()} == {"Never"}
+
+
+def test_mpi_job_restarts_its_launcher_up_to_max_restarts() -> None:
+    spec = mpi_job(job(launcher="mpiexec", max_restarts=2))["spec"]
+    assert spec["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 2}
+    assert spec["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] == "OnFailure"
+    assert mpi_job(job(launcher="mpiexec"))["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("bad", [-1, "3", True])
+def test_max_restarts_must_be_a_whole_number_from_zero(bad: object) -> None:
+    with pytest.raises(KubernetesJobError, match="max_restarts: must be a whole number >= 0"):
+        pytorch_job(job(max_restarts=bad))

@@ -735,3 +735,16 @@ def test_describe_job_renders(launcher: str, kind: str) -> None:
         "namespace": "training",
         "labels": {"app.kubernetes.io/managed-by": "multinode.training"},
     }
+
+
+# ---------------------------------------------------------------- launcher_max_restarts
+
+
+def test_describe_takes_max_restarts_as_extra_vars_give_it() -> None:
+    assert kubernetes_run.describe(params(max_restarts="3"))["job"]["max_restarts"] == 3
+    assert kubernetes_run.describe(params())["job"]["max_restarts"] == 0
+
+
+def test_describe_names_the_variable_of_a_bad_max_restarts() -> None:
+    with pytest.raises(KubernetesRunError, match=r"^launcher_max_restarts \(max_restarts\): must be a whole number >= 0"):
+        kubernetes_run.describe(params(max_restarts="-1"))
