@@ -316,7 +316,7 @@ def failure_causes(
         failures.append(_Failure(_CONSEQUENCE, float("inf"), f"launcher exited {launcher_exit_code}"))
     causes: list[tuple[str, str]] = []
     for failure in sorted(failures):
-        if failure.text not in (text for _, text in causes):
+        if failure.text not in (text for _kind, text in causes):
             causes.append((failure.kind, failure.text))
     return causes
 
@@ -418,7 +418,7 @@ def summarize(
     summary: dict[str, Any] = {
         "job_id": job_id,
         "status": ("cancelled" if cancelled else "failed") if causes else "succeeded",
-        "failure_reasons": [text for _, text in causes],
+        "failure_reasons": [text for _kind, text in causes],
         "root_cause_kind": causes[0][0] if causes else None,
         "launcher": launcher,
         "world_size": world_size,

@@ -48,8 +48,8 @@ class Stall:
 
     def describe(self) -> str:
         """``rank 1 on node2 stalled: no progress for 60 s (stopped, state T)``."""
-        states = {state for _, _, state in self.ranks}
-        names = ", ".join(f"rank {rank} on {node}" for rank, node, _ in self.ranks)
+        states = {state for _rank, _node, state in self.ranks}
+        names = ", ".join(f"rank {rank} on {node}" for rank, node, _state in self.ranks)
         frozen = f" (stopped, state {'/'.join(sorted(states))})" if states <= FROZEN_STATES else ""
         return f"{names} stalled: no progress for {int(self.seconds)} s{frozen}"
 
