@@ -267,10 +267,10 @@ def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]
     failures = []
     for node, state in worker_states.items():
         what = state.get("what", "worker")
-        if state.get("running", True):
-            continue
         if state.get("unreachable"):
             failures.append(_Failure(_NODE_DOWN, 0.0, f"{node}: the node does not answer (down or cut off)", NODE_LOST))
+            continue
+        if state.get("running", True):
             continue
         if not state.get("present", True):
             failures.append(

@@ -50,8 +50,7 @@ class Stall:
         """``rank 1 on node2 stalled: no progress for 60 s (stopped, state T)``."""
         states = {state for _rank, _node, state in self.ranks}
         names = ", ".join(f"rank {rank} on {node}" for rank, node, _state in self.ranks)
-        frozen = f" (stopped, state {'/'.join(sorted(states))})" if states <= FROZEN_STATES else ""
-        return f"{names} stalled: no progress for {int(self.seconds)} s{frozen}"
+        return f"{names} stalled: no progress for {int(self.seconds)} s{_state_words(states)}"
 
     def as_record(self) -> dict[str, Any]:
         """The JSON form kept in the run directory (stall.json) and in progress.jsonl."""
@@ -61,6 +60,16 @@ class Stall:
             "seconds": round(self.seconds, 1),
             "text": self.describe(),
         }
+
+
+def _state_words(states: set[str]) -> str:
+    """`` (stopped, state T)``, `` (in uninterruptible sleep, state D)``, or nothing for ranks merely idle."""
+    if not states <= FROZEN_STATES:
+        return ""
+    what = (
+        "stopped" if states <= {"T", "t"} else "in uninterruptible sleep" if states == {"D"} else "stopped or blocked"
+    )
+    return f" ({what}, state {'/'.join(sorted(states))})"
 
 
 @dataclass
@@ -90,8 +99,9 @@ class Watchdog:
     @staticmethod
     def _beat(pulse: _Pulse, record: Mapping[str, Any], now: float) -> None:
         cpu = record.get("cpu_seconds")
+        # In hundredths, as the beats print them (12.44 - 12.34 is 0.0999... in floats).
         busy = isinstance(cpu, (int, float)) and (
-            pulse.cpu_seconds is None or cpu - pulse.cpu_seconds >= BUSY_CPU_SECONDS
+            pulse.cpu_seconds is None or round(cpu - pulse.cpu_seconds, 2) >= BUSY_CPU_SECONDS
         )
         pulse.state = str(record.get("state") or "?")
         if busy and pulse.state not in FROZEN_STATES:

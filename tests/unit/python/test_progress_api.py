@@ -15,7 +15,15 @@ from ansible_collections.multinode.training.plugins.plugin_utils import follow
 
 from multinode_training import api
 from multinode_training.__main__ import main, run_dir_of, watch
-from multinode_training.records import JobEvent, Progress, ProgressReader, RankEnded, RankStarted
+from multinode_training.records import (
+    JobEvent,
+    Progress,
+    ProgressReader,
+    RankEnded,
+    RankStarted,
+    Restarted,
+    Stalled,
+)
 
 
 def jsonl(*records: dict[str, Any]) -> str:
@@ -132,6 +140,28 @@ def test_reader_reads_what_the_follower_writes(tmp_path: Path) -> None:
         RankEnded(rank=0, node="node1", code=0, ended=1),
         JobEvent(kind="launcher_exit", text="launcher exited 0", details={"code": 0}),
     ]
+
+
+def test_reader_turns_the_controller_s_stall_and_restart_records_into_typed_records(tmp_path: Path) -> None:
+    from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall
+    from ansible_collections.multinode.training.plugins.plugin_utils.follow import PROGRESS_FILE, Follower, append_record
+
+    stall = Stall(ranks=((1, "node2", "T"),), seconds=61.0)
+    append_record(tmp_path, stall.as_record())
+    append_record(tmp_path, {"kind": "restart", "attempt": 1, "cause_kind": "stall", "text": "restart 1 of 3: ..."})
+    # Beats are the watchdog's input, never a record of the job's progress.
+    follower = Follower(run_dir=tmp_path, world_size=2, shown_at=0.0, began=0.0)
+    follower.feed({"node2.log": "[rank 1 node2] -- multinode: rank beat T 12.00\n"}, now=1.0)
+
+    assert ProgressReader(tmp_path / PROGRESS_FILE)() == [
+        Stalled(
+            ranks=[{"rank": 1, "node": "node2", "state": "T"}],
+            seconds=61.0,
+            text="rank 1 on node2 stalled: no progress for 61 s (stopped, state T)",
+        ),
+        Restarted(attempt=1, cause_kind="stall", text="restart 1 of 3: ..."),
+    ]
+    assert "beat" not in (tmp_path / "live.log").read_text()
 
 
 # run_dir_of

@@ -737,7 +737,7 @@ def test_the_wrapper_always_watches_the_rank_and_is_valid_bash(tmp_path: Path, s
     wrapper = watched_wrapper(new_job(tmp_path), stack_dump_after)
     script = wrapper.read_text()
     assert "watch_rank() {" in script
-    assert "\nwatch_rank &\n" in script
+    assert "\nwatch_rank {out}>&- {err}>&- &\n" in script
     assert f"'{RANK_BEAT}'" in script
     assert f"while sleep {BEAT_SECONDS} " in script
     result = subprocess.run(["bash", "-n", str(wrapper)], capture_output=True, text=True, check=False)
@@ -790,12 +790,6 @@ def test_a_stopped_rank_beats_state_t_and_is_continued_to_stop(tmp_path: Path, s
     assert {key: status_of(job)[key] for key in ("code", "signal", "stopped")} == {"code": 143, "signal": 15, "stopped": True}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PRODUCT BUG (rank_contract._watcher): the watcher's `sleep` (and stat, py-spy) inherit the wrapper's "
-    "{out}/{err} pipes to tee, so they hold the rank's output open after the rank ended: the end marker comes about "
-    "2 s late and the launcher's stream stays open until the watcher's sleep ends (up to BEAT_SECONDS)",
-)
 def test_the_watcher_does_not_hold_the_rank_s_output_open(tmp_path: Path) -> None:
     job = new_job(tmp_path)
     start = time.monotonic()

@@ -230,3 +230,49 @@ def test_completed_of_no_restart_is_empty() -> None:
 def test_completed_when_the_next_attempt_started_no_rank() -> None:
     done = completed([new_entry(failed("node_lost"), 1)], {"status": "failed", "started_at": None})
     assert (done[0]["resumed_at"], done[0]["resumed_from"], done[0]["nodes"]) == (None, None, [])
+
+
+# --- lost nodes left out of the next attempt ---
+
+
+def test_a_lost_node_is_left_out_of_the_restart() -> None:
+    summary = failed("node_lost", "node3: the node does not answer (down or cut off)")
+    assert verdict(summary, most=3) == Decision(True, "restart 1 of 3: node3: the node does not answer (down or cut off)")
+    assert decide(summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]) == Decision(
+        True, "restart 1 of 3: node3: the node does not answer (down or cut off); without node3, on 2 nodes"
+    )
+
+
+def test_a_lost_launcher_node_ends_the_job() -> None:
+    summary = failed("node_lost", "node1: the node does not answer (down or cut off)")
+    decision = decide(summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node1"])
+    assert decision == Decision(False, "the launcher node node1 is lost (its ranks and checkpoints are there)")
+
+
+def test_too_few_nodes_left_end_the_job() -> None:
+    summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
+    decision = decide(
+        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node2", "node3"], min_nodes=2
+    )
+    assert decision == Decision(False, "1 of 3 nodes left without node2, node3; launcher_min_nodes is 2")
+    enough = decide(
+        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"], min_nodes=2
+    )
+    assert enough.restart is True
+
+
+def test_lost_nodes_do_not_make_an_unrestartable_failure_restartable() -> None:
+    decision = decide(failed("exit"), restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"])
+    assert decision == Decision(False, "its root cause (exit) is not one launcher_restart_on restarts")
+
+
+def test_an_untrusted_node_is_never_restarted() -> None:
+    assert "ssh_trust" not in RESTART_ON_CHOICES
+    events = [
+        {"event": "launch", "launcher": "torchrun", "time": 1000.0},
+        {"event": "ssh_check", "node": "node2", "code": 255, "time": 1001.0},
+    ]
+    records = RunRecords(launcher_events=events, ssh_logs={"node2": "Host key verification failed.\n"})
+    summary = summary_of(records)
+    assert summary["root_cause_kind"] == "ssh_trust"
+    assert verdict(summary, most=3) == Decision(False, "its root cause (ssh_trust) is not one launcher_restart_on restarts")

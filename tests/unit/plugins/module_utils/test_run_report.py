@@ -786,11 +786,6 @@ def test_an_unreachable_node_is_the_root_cause_node_lost() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SUSPECTED PRODUCT BUG (run_report._worker_failures): a state that only says unreachable is skipped, "
-    "because 'running' defaults to True and is checked first; a node that does not answer cannot say it runs",
-)
 def test_an_unreachable_node_without_a_running_field_is_still_node_lost() -> None:
     records = make_records(rank_status(2, code=None))
     summary = summary_of(records, worker_states={"node3": {"unreachable": True}}, launcher_exit_code=1)
@@ -934,3 +929,25 @@ def test_started_at_is_the_earliest_rank_start() -> None:
 
 def test_started_at_is_unknown_when_no_rank_started() -> None:
     assert summary_of(make_records(absent=(0, 1, 2)), launcher_exit_code=1)["started_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("ssh_log", "kind"),
+    [
+        (HOST_KEY_CHANGED, "ssh_trust"),
+        ("Host key verification failed.\n", "ssh_trust"),
+        ("root@10.0.0.2: Permission denied (publickey).\n", "ssh_trust"),
+        ("ssh: connect to host 10.0.0.2 port 2222: Connection refused\n", "connection"),
+        ("ssh: connect to host 10.0.0.2 port 2222: Connection timed out\n", "connection"),
+    ],
+)
+def test_an_ssh_check_failure_is_ssh_trust_or_connection(ssh_log: str, kind: str) -> None:
+    events = [LAUNCH, {"event": "ssh_check", "node": "node2", "code": 255, "time": T0 + 1}]
+    records = RunRecords(launcher_events=events, ssh_logs={"node2": ssh_log})
+    assert summary_of(records, launcher_exit_code=1)["root_cause_kind"] == kind
+
+
+@pytest.mark.parametrize(("agent_log", "kind"), [("Host key verification failed.\n", "ssh_trust"), ("Broken pipe\n", "connection")])
+def test_a_lost_agent_connection_is_ssh_trust_or_connection(agent_log: str, kind: str) -> None:
+    records = make_records(rank_status(1, code=None), launcher_events=[LAUNCH, node_exit("node2", 255, T0 + 9)], agent_logs={"node2": agent_log})
+    assert summary_of(records, launcher_exit_code=1)["root_cause_kind"] == kind

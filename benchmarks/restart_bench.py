@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Benchmark: from a fault to the first epoch of the resumed job, on the provisioned 3-node sim cluster (issue 25).
+
+A named CNN job (examples/cifar_cnn, a checkpoint every epoch) is launched with playbooks/launch.yml; once its second
+checkpoint is on disk one fault is injected, on the sim's own containers only:
+
+- ``worker_kill``: node3's worker container killed (``docker kill`` inside the node);
+- ``stall``: node2's rank frozen with SIGSTOP (the stall watchdog must name it);
+- ``node_stop``: node3's whole node container stopped (the job goes on without it after launcher_node_timeout);
+  the node is started and provisioned again afterwards.
+
+Measured from the fault: when the failure was detected (the restart's ``detected_at``), and when the resumed job
+wrote its first checkpoint (its first finished epoch; the script prints the epoch line right after writing it).
+Beside it, on the same worker kill, torchrun's own elastic restart (``--nnodes 2:3 --max-restarts 3`` with the
+c10d rendezvous), run by hand the way its documentation describes: one agent per node over the cluster's SSH,
+from a launcher container on node1. Round robin, --repeats times (default 3), medians reported. Writes
+benchmarks/results/restart_bench.json and a README-ready benchmarks/results/restart_bench.md.
+
+    make sim train                      # once: a provisioned sim cluster (inventories/sim)
+    .venv/bin/python benchmarks/restart_bench.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = ROOT / ".venv" / "bin"
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+RESULTS_JSON = RESULTS_DIR / "restart_bench.json"
+RESULTS_MD = RESULTS_DIR / "restart_bench.md"
+LOG_DIR = RESULTS_DIR / "restart_logs"
+INVENTORY = ROOT / "inventories" / "sim" / "hosts.yml"
+RUNS_DIR = ROOT / "runs"
+DATA_DIR = RESULTS_DIR / "restart_data"
+# The sim cluster of harness/sim_cluster.yml (cluster_name sim): node containers, their worker, the paths on them.
+NODE = "mnt-sim-node{}"
+WORKER = "sim-worker"
+WORKDIR = "/opt/multinode/sim/work"
+SSH_CLIENT_DIR = "/opt/multinode/sim/ssh/client"
+SSH_PORT = 12345
+ADDRESSES = ("172.30.77.11", "172.30.77.12", "172.30.77.13")
+IMAGE = "multinode/training:latest"
+EPOCHS = 8
+FAULT_AFTER = 2  # the fault comes once this epoch's checkpoint is on disk
+TIMEOUT_S = 900
+
+
+def sh(*argv: str, check: bool = True) -> str:
+    return subprocess.run(argv, check=check, capture_output=True, text=True).stdout
+
+
+def node_exec(node: int, command: str, check: bool = True) -> str:
+    return sh("docker", "exec", NODE.format(node), "bash", "-c", command, check=check)
+
+
+def checkpoints(job_name: str) -> dict[str, float]:
+    """The job's checkpoint files on node1 (rank 0 writes them) and their modification times."""
+    pattern = f"{WORKDIR}/checkpoints/{job_name}/*.pt"
+    listing = f"import glob, json, os; print(json.dumps({{p: os.stat(p).st_mtime for p in glob.glob({pattern!r})}}))"
+    return json.loads(node_exec(1, f"python3 -c {shlex.quote(listing)}") or "{}")
+
+
+def wait_for_checkpoint(job_name: str, epoch: int, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    path = f"{WORKDIR}/checkpoints/{job_name}/checkpoint-epoch{epoch:03d}.pt"
+    while time.monotonic() < deadline:
+        if subprocess.run(["docker", "exec", NODE.format(1), "test", "-e", path], check=False).returncode == 0:
+            return
+        time.sleep(0.3)
+    raise TimeoutError(f"no {path} within {timeout} s")
+
+
+def first_checkpoint_after(job_name: str, moment: float, timeout: float = 300) -> tuple[float, int]:
+    """When the first checkpoint written after ``moment`` appeared (the resumed job's first finished epoch), and
+    that epoch."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        later = sorted((stamp, path) for path, stamp in checkpoints(job_name).items() if stamp > moment)
+        if later:
+            stamp, path = later[0]
+            return stamp, int(path.rsplit("epoch", 1)[1].split(".")[0])
+        time.sleep(0.5)
+    raise TimeoutError(f"no checkpoint of {job_name} after the fault within {timeout} s")
+
+
+def playbook(name: str, playbook_path: str, extra_vars: dict[str, Any]) -> subprocess.Popen[bytes]:
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}", "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}
+    argv = [str(VENV_BIN / "ansible-playbook"), playbook_path, "-i", str(INVENTORY), "-e", json.dumps(extra_vars)]
+    with open(LOG_DIR / f"{name}.log", "wb") as log:
+        return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def job_vars(job_name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "workload_src": str(ROOT / "examples" / "cifar_cnn"),
+        "workload_data_src": str(DATA_DIR),
+        "launcher_job_name": job_name,
+        "launcher_job_id": job_name,
+        "launcher_script_args": ["--epochs", str(EPOCHS)],
+        **extra,
+    }
+
+
+def clear_checkpoints(job_name: str) -> None:
+    for node in (1, 2, 3):
+        node_exec(node, f"rm -rf {WORKDIR}/checkpoints/{job_name}", check=False)
+
+
+# ---------------------------------------------------------------- faults
+
+
+def kill_worker() -> None:
+    node_exec(3, f"docker kill {WORKER}")
+
+
+def freeze_rank() -> None:
+    node_exec(2, "pkill --signal STOP --full '^python3 train\\.py'")
+
+
+def stop_node() -> None:
+    sh("docker", "stop", "-t", "0", NODE.format(3))
+
+
+def restore_node() -> None:
+    """Start node3 again and provision it (its Docker engine, sshd and worker; the CNN example stays the code)."""
+    sh("docker", "start", NODE.format(3))
+    time.sleep(2)
+    workload = {key: value for key, value in job_vars("").items() if key.startswith("workload_")}
+    if playbook("restore-node3", "playbooks/provision.yml", workload).wait() != 0:
+        raise RuntimeError(
+            "provisioning after the node stop failed; see benchmarks/results/restart_logs/restore-node3.log"
+        )
+
+
+FAULTS: dict[str, Callable[[], None]] = {"worker_kill": kill_worker, "stall": freeze_rank, "node_stop": stop_node}
+
+
+def product_run(fault: str, repeat: int) -> dict[str, Any]:
+    """One job under the restart policy with ``fault`` injected after its second checkpoint."""
+    job_name = f"bench-restart-{fault.replace('_', '-')}-{repeat}"
+    clear_checkpoints(job_name)
+    process = playbook(job_name, "playbooks/launch.yml", job_vars(job_name))
+    wait_for_checkpoint(job_name, FAULT_AFTER)
+    FAULTS[fault]()
+    fault_at = time.time()
+    resumed_epoch_at, resumed_epoch = first_checkpoint_after(job_name, fault_at)
+    rc = process.wait(timeout=TIMEOUT_S)
+    if fault == "node_stop":
+        restore_node()
+    summary = json.loads((RUNS_DIR / job_name / "summary.json").read_text())
+    restart = (summary.get("restarts") or [{}])[0]
+    return {
+        "fault": fault,
+        "repeat": repeat,
+        "rc": rc,
+        "status": summary["status"],
+        "restarts": len(summary.get("restarts") or []),
+        "cause": restart.get("cause"),
+        "world_size_after": summary["world_size"],
+        "detected_s": round(float(restart["detected_at"]) - fault_at, 1) if restart.get("detected_at") else None,
+        "resumed_epoch_s": round(resumed_epoch_at - fault_at, 1),
+        "resumed_epoch": resumed_epoch,
+    }
+
+
+def torchrun_elastic_run(repeat: int) -> dict[str, Any]:
+    """torchrun's own elastic restart on the same worker kill: ``--nnodes 2:3 --max-restarts 3``, c10d rendezvous.
+
+    The agents run in the worker containers (started over the cluster's SSH from a launcher container on node1,
+    with the code and data a product run staged); node3's worker is killed after the second checkpoint. torchrun
+    restarts the surviving workers into a new rendezvous of the two remaining nodes (after its last-call wait), and
+    they start the script again with the environment they had: RESUME_FROM is fixed when the agent starts, so
+    the script starts over at epoch 1 unless it finds its checkpoints itself.
+    """
+    job_name = f"bench-restart-torchrun-{repeat}"
+    clear_checkpoints(job_name)
+    base = f"{WORKDIR}/bench-torchrun"
+    code = f"{WORKDIR}/code"
+    agents = []
+    for address in ADDRESSES:
+        remote = (
+            f"cd {shlex.quote(code)} && CHECKPOINT_DIR={WORKDIR}/checkpoints/{job_name} DATA_DIR={WORKDIR}/data"
+            f" OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=eth0 PYTHONUNBUFFERED=1 exec torchrun --nnodes 2:3 --nproc-per-node 1"
+            f" --rdzv-backend c10d --rdzv-endpoint {ADDRESSES[0]}:29400 --rdzv-id {job_name} --max-restarts 3"
+            f" --local-addr {address} train.py --epochs {EPOCHS}"
+        )
+        agents.append(f"ssh -p {SSH_PORT} {address} {shlex.quote(remote)} >{base}/{address}.log 2>&1 &")
+    script = "\n".join(["set -u", f"mkdir -p {base}", *agents, "wait"]) + "\n"
+    node_exec(1, f"mkdir -p {base} && chown 1000:1000 {base} && cat >{base}/launch.sh <<'EOF'\n{script}EOF")
+    launcher = subprocess.Popen(
+        [
+            "docker",
+            "exec",
+            NODE.format(1),
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "host",
+            "--user",
+            "1000:1000",
+            "-v",
+            f"{SSH_CLIENT_DIR}:/home/dev/.ssh:ro",
+            "-v",
+            f"{WORKDIR}:{WORKDIR}:rw",
+            "--name",
+            "bench-torchrun",
+            IMAGE,
+            "timeout",
+            str(TIMEOUT_S),
+            "bash",
+            f"{base}/launch.sh",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_checkpoint(job_name, FAULT_AFTER)
+    kill_worker()
+    fault_at = time.time()
+    resumed_epoch_s: float | None = None
+    resumed_epoch: int | None = None
+    rc: int | None = None
+    try:
+        resumed_at, resumed_epoch = first_checkpoint_after(job_name, fault_at, timeout=240)
+        resumed_epoch_s = round(resumed_at - fault_at, 1)
+        rc = launcher.wait(timeout=TIMEOUT_S)
+    except (TimeoutError, subprocess.TimeoutExpired):
+        pass  # recorded as not resumed
+    finally:
+        # No torchrun agent of this run survives into the next one; node3's worker comes back.
+        node_exec(1, "docker rm -f bench-torchrun", check=False)
+        for node in (1, 2):
+            node_exec(node, f"docker restart {WORKER}")
+        node_exec(3, f"docker start {WORKER}")
+        launcher.wait()
+    return {
+        "fault": "worker_kill (torchrun elastic)",
+        "repeat": repeat,
+        "rc": rc,
+        "status": "succeeded" if rc == 0 else "failed",
+        "resumed_epoch_s": resumed_epoch_s,
+        "resumed_epoch": resumed_epoch,
+    }
+
+
+# ---------------------------------------------------------------- report
+
+
+def median(values: list[float | None]) -> float | None:
+    numbers = [value for value in values if value is not None]
+    return round(statistics.median(numbers), 1) if numbers else None
+
+
+def report(results: list[dict[str, Any]], repeats: int) -> str:
+    rows = [
+        "| fault | detected (s after the fault) | first epoch after the fault (s, each run) | it was epoch | runs succeeded |",
+        "|---|---|---|---|---|",
+    ]
+    for fault in [*FAULTS, "worker_kill (torchrun elastic)"]:
+        runs = [result for result in results if result["fault"] == fault]
+        if not runs:
+            continue
+        succeeded = sum(1 for run in runs if run["status"] == "succeeded")
+        detected = median([run.get("detected_s") for run in runs])
+        each = ", ".join("none" if run["resumed_epoch_s"] is None else str(run["resumed_epoch_s"]) for run in runs)
+        epochs = ", ".join(str(run["resumed_epoch"]) for run in runs)
+        rows.append(
+            f"| {fault} | {detected if detected is not None else '-'} | {median([run['resumed_epoch_s'] for run in runs])}"
+            f" ({each}) | {epochs} | {succeeded} of {len(runs)} |"
+        )
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        "\n".join([f"Medians of {repeats} runs each ({when}), 3-node sim cluster, examples/cifar_cnn:", "", *rows])
+        + "\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--faults", nargs="*", default=[*FAULTS, "torchrun"], choices=[*FAULTS, "torchrun"])
+    args = parser.parse_args()
+    subprocess.run(
+        [str(VENV_BIN / "python"), str(ROOT / "examples" / "cifar_cnn" / "make_data.py"), str(DATA_DIR)],
+        check=True,
+        capture_output=True,
+    )
+    # The CNN example and its data on every node (<workdir>/code, <workdir>/data): torchrun's run uses them as staged.
+    if playbook(
+        "setup", "playbooks/launch.yml", job_vars("bench-restart-setup", launcher_script_args=["--epochs", "1"])
+    ).wait():
+        raise RuntimeError("the setup job failed; see benchmarks/results/restart_logs/setup.log")
+    results = []
+    for repeat in range(1, args.repeats + 1):
+        for fault in args.faults:
+            result = torchrun_elastic_run(repeat) if fault == "torchrun" else product_run(fault, repeat)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    RESULTS_JSON.write_text(json.dumps({"repeats": args.repeats, "results": results}, indent=2) + "\n")
+    RESULTS_MD.write_text(report(results, args.repeats))
+    print(RESULTS_MD.read_text())
+
+
+if __name__ == "__main__":
+    main()
