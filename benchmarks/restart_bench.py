@@ -7,7 +7,11 @@ checkpoint is on disk one fault is injected, on the sim's own containers only:
 - ``worker_kill``: node3's worker container killed (``docker kill`` inside the node);
 - ``stall``: node2's rank frozen with SIGSTOP (the stall watchdog must name it);
 - ``node_stop``: node3's whole node container stopped (the job goes on without it after launcher_node_timeout);
-  the node is started and provisioned again afterwards.
+  the node is started and provisioned again afterwards;
+- ``netcut``: node2's traffic on the sim network dropped for 20 s (an iptables DROP rule inside its node
+  container, then removed): the job must either not notice or be restarted once, and succeed.
+
+``healthy`` runs the same job without a fault (--healthy-runs times, default 10): none may restart (no false alarm).
 
 Measured from the fault: when the failure was detected (the restart's ``detected_at``), and when the resumed job
 wrote its first checkpoint (its first finished epoch; the script prints the epoch line right after writing it).
@@ -30,11 +34,10 @@ import shlex
 import statistics
 import subprocess
 import time
-from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV_BIN = ROOT / ".venv" / "bin"
+from playbook_runs import ROOT, VENV_BIN
+
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 RESULTS_JSON = RESULTS_DIR / "restart_bench.json"
 RESULTS_MD = RESULTS_DIR / "restart_bench.md"
@@ -132,6 +135,17 @@ def stop_node() -> None:
     sh("docker", "stop", "-t", "0", NODE.format(3))
 
 
+NETCUT_SECONDS = 20
+
+
+def cut_network() -> None:
+    """Drop everything node2 sends and receives on the sim network for NETCUT_SECONDS, in the background."""
+    rules = "INPUT -i eth0 -j DROP", "OUTPUT -o eth0 -j DROP"
+    add = " && ".join(f"iptables -I {rule}" for rule in rules)
+    remove = "; ".join(f"iptables -D {rule}" for rule in rules)
+    node_exec(2, f"{add} && (sleep {NETCUT_SECONDS}; {remove}) >/dev/null 2>&1 &")
+
+
 def restore_node() -> None:
     """Start node3 again and provision it (its Docker engine, sshd and worker; the CNN example stays the code)."""
     sh("docker", "start", NODE.format(3))
@@ -143,7 +157,12 @@ def restore_node() -> None:
         )
 
 
-FAULTS: dict[str, Callable[[], None]] = {"worker_kill": kill_worker, "stall": freeze_rank, "node_stop": stop_node}
+FAULTS: dict[str, Callable[[], None]] = {
+    "worker_kill": kill_worker,
+    "stall": freeze_rank,
+    "node_stop": stop_node,
+    "netcut": cut_network,
+}
 
 
 def product_run(fault: str, repeat: int) -> dict[str, Any]:
@@ -154,6 +173,8 @@ def product_run(fault: str, repeat: int) -> dict[str, Any]:
     wait_for_checkpoint(job_name, FAULT_AFTER)
     FAULTS[fault]()
     fault_at = time.time()
+    if fault == "netcut":
+        time.sleep(NETCUT_SECONDS)  # the first epoch after the cut cannot end before the cut is lifted
     resumed_epoch_at, resumed_epoch = first_checkpoint_after(job_name, fault_at)
     rc = process.wait(timeout=TIMEOUT_S)
     if fault == "node_stop":
@@ -171,6 +192,22 @@ def product_run(fault: str, repeat: int) -> dict[str, Any]:
         "detected_s": round(float(restart["detected_at"]) - fault_at, 1) if restart.get("detected_at") else None,
         "resumed_epoch_s": round(resumed_epoch_at - fault_at, 1),
         "resumed_epoch": resumed_epoch,
+    }
+
+
+def healthy_run(repeat: int) -> dict[str, Any]:
+    """The job without a fault: it must succeed with no restart."""
+    job_name = f"bench-restart-healthy-{repeat}"
+    clear_checkpoints(job_name)
+    rc = playbook(job_name, "playbooks/launch.yml", job_vars(job_name)).wait(timeout=TIMEOUT_S)
+    summary = json.loads((RUNS_DIR / job_name / "summary.json").read_text())
+    return {
+        "fault": "healthy",
+        "repeat": repeat,
+        "rc": rc,
+        "status": summary["status"],
+        "restarts": len(summary.get("restarts") or []),
+        "causes": [restart["cause"] for restart in summary.get("restarts") or []],
     }
 
 
@@ -279,6 +316,11 @@ def report(results: list[dict[str, Any]], repeats: int) -> str:
             f"| {fault} | {detected if detected is not None else '-'} | {median([run['resumed_epoch_s'] for run in runs])}"
             f" ({each}) | {epochs} | {succeeded} of {len(runs)} |"
         )
+    healthy = [result for result in results if result["fault"] == "healthy"]
+    if healthy:
+        restarted = sum(1 for run in healthy if run["restarts"])
+        succeeded = sum(1 for run in healthy if run["status"] == "succeeded")
+        rows += ["", f"Healthy runs (no fault): {len(healthy)}, {succeeded} succeeded, {restarted} restarted."]
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
         "\n".join([f"Medians of {repeats} runs each ({when}), 3-node sim cluster, examples/cifar_cnn:", "", *rows])
@@ -289,7 +331,10 @@ def report(results: list[dict[str, Any]], repeats: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--faults", nargs="*", default=[*FAULTS, "torchrun"], choices=[*FAULTS, "torchrun"])
+    parser.add_argument("--healthy-runs", type=int, default=10)
+    parser.add_argument(
+        "--faults", nargs="*", default=[*FAULTS, "torchrun", "healthy"], choices=[*FAULTS, "torchrun", "healthy"]
+    )
     args = parser.parse_args()
     subprocess.run(
         [str(VENV_BIN / "python"), str(ROOT / "examples" / "cifar_cnn" / "make_data.py"), str(DATA_DIR)],
@@ -303,10 +348,17 @@ def main() -> None:
         raise RuntimeError("the setup job failed; see benchmarks/results/restart_logs/setup.log")
     results = []
     for repeat in range(1, args.repeats + 1):
-        for fault in args.faults:
+        for fault in (fault for fault in args.faults if fault != "healthy"):
             result = torchrun_elastic_run(repeat) if fault == "torchrun" else product_run(fault, repeat)
             print(json.dumps(result), flush=True)
             results.append(result)
+    for repeat in range(1, args.healthy_runs + 1 if "healthy" in args.faults else 1):
+        results.append(healthy_run(repeat))
+        print(json.dumps(results[-1]), flush=True)
+    # The faults not run this time keep their results of an earlier run.
+    ran = {result["fault"] for result in results}
+    earlier = json.loads(RESULTS_JSON.read_text())["results"] if RESULTS_JSON.exists() else []
+    results = [result for result in earlier if result["fault"] not in ran] + results
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps({"repeats": args.repeats, "results": results}, indent=2) + "\n")
     RESULTS_MD.write_text(report(results, args.repeats))
