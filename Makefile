@@ -46,8 +46,11 @@ images: host ## base, sim-node and training images (cached on disk); VARIANTS=de
 wheels: venv ## Intel's runtimes from PyPI for the oneapi role's pip method (cached on disk)
 	PYTHON=$(VENV)/bin/python scripts/oneapi-wheels.sh
 
-sim: venv images ## create the simulated cluster and inventories/sim
-	$(PLAYBOOK) harness/sim_cluster.yml $(SIM_VARS)
+# NODES node containers, the last SPARES of them in the inventory's spares group (launcher_lost_node: spare).
+NODES ?= 3
+SPARES ?= 0
+sim: venv images ## create the simulated cluster and inventories/sim (NODES=4 SPARES=1: a spare node)
+	$(PLAYBOOK) harness/sim_cluster.yml $(SIM_VARS) -e sim_cluster_nodes=$(NODES) -e sim_cluster_spares=$(SPARES)
 
 train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's nodes and run the training job
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \

@@ -40,6 +40,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
                    "choices": list(restart.RESTART_ON_CHOICES)},
     "lost_nodes": {"type": "list", "elements": "str", "default": []},
     "min_nodes": {"type": "int", "default": 1},
+    "spares": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -54,7 +55,7 @@ class ActionModule(ActionBase):
         restarts = restart.completed(args["restarts"], summary)
         decision = restart.decide(
             summary, restarts_used=len(restarts), max_restarts=args["max_restarts"], restart_on=args["restart_on"],
-            lost_nodes=args["lost_nodes"], min_nodes=args["min_nodes"],
+            lost_nodes=args["lost_nodes"], min_nodes=args["min_nodes"], spares=args["spares"],
         )
         if decision.restart:
             restarts.append(restart.new_entry(summary, args["attempt"]))
@@ -69,7 +70,10 @@ class ActionModule(ActionBase):
             if decision.restart:
                 self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
             write_json(path, summary)
-        result.update(changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=restarts)
+        result.update(
+            changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=restarts,
+            next_hosts=list(decision.hosts),
+        )
         return result
 
     @staticmethod

@@ -27,7 +27,11 @@ class ContractError(ValueError):
 
 @dataclass(frozen=True)
 class Cluster:
-    """What every node of one cluster shares. The inputs are the first twelve fields; the rest are derived."""
+    """What every node of one cluster shares. The inputs are the fields; the rest are derived.
+
+    ``hosts`` are the nodes a job runs on, launcher first; ``spares`` are provisioned alike (SSH mesh, worker,
+    code) but idle until a restart puts one in place of a lost node (launcher_lost_node: spare).
+    """
 
     name: str
     user: str
@@ -41,6 +45,7 @@ class Cluster:
     state_dir: str
     launcher_host: str
     hosts: tuple[str, ...]
+    spares: tuple[str, ...]
 
     def _under_root(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
@@ -109,6 +114,7 @@ class Cluster:
         """Every field and derived value, as the plain mapping a play reads (``cluster.workdir``)."""
         fact = asdict(self)
         fact["hosts"] = list(self.hosts)
+        fact["spares"] = list(self.spares)
         for name in DERIVED:
             fact[name] = getattr(self, name)
         return fact
@@ -131,9 +137,8 @@ def build(inputs: Mapping[str, Any]) -> Cluster:
     scheduler = str(inputs["scheduler"])
     if scheduler not in SCHEDULERS:
         raise ContractError(f"cluster_scheduler: {scheduler!r} is not allowed; use 'none' or 'slurm'")
-    hosts = inputs["hosts"]
-    if isinstance(hosts, str) or not isinstance(hosts, Sequence):
-        raise ContractError(f"cluster contract: hosts must be a list of names, not {hosts!r}")
+    hosts = _names(inputs, "hosts")
+    spares = [spare for spare in _names(inputs, "spares") if spare not in hosts]
     return Cluster(
         name=str(inputs["name"]),
         user=str(inputs["user"]),
@@ -146,8 +151,16 @@ def build(inputs: Mapping[str, Any]) -> Cluster:
         root=str(inputs["root"]).rstrip("/") or "/",
         state_dir=str(inputs["state_dir"]),
         launcher_host=str(inputs["launcher_host"]),
-        hosts=tuple(str(host) for host in hosts),
+        hosts=tuple(hosts),
+        spares=tuple(spares),
     )
+
+
+def _names(inputs: Mapping[str, Any], name: str) -> list[str]:
+    names = inputs[name]
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise ContractError(f"cluster contract: {name} must be a list of names, not {names!r}")
+    return [str(item) for item in names]
 
 
 def _whole(inputs: Mapping[str, Any], name: str) -> int:

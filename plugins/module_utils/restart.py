@@ -7,8 +7,9 @@ An attempt's summary (run_report.py) names the kind of its root cause. Failures 
 node lost, the cluster's SSH cut, a rank killed by a signal from outside, a stall, gloo's teardown race after the
 work) are restarted while restarts are left; a rank whose own code failed is not by default (a deterministic bug
 fails again), a timeout is not (the job's time is up) and a cancel never is. A node that is lost (it did not come
-back in time) is left out: the job goes on on the others (a smaller world, as torch elastic does) while at least
-``min_nodes`` remain and the launcher node is not the one lost.
+back in time) is replaced by a free spare node when the policy uses spares (in its place: the same node rank),
+else left out: the job goes on on the others (a smaller world, as torch elastic does) while at least ``min_nodes``
+remain and the launcher node is not the one lost.
 
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
@@ -38,6 +39,7 @@ class Decision:
 
     restart: bool
     why: str
+    hosts: tuple[str, ...] = ()  # the nodes of the next attempt, launcher first (on a restart)
 
 
 def decide(
@@ -48,9 +50,11 @@ def decide(
     restart_on: Sequence[str],
     lost_nodes: Sequence[str] = (),
     min_nodes: int = 1,
+    spares: Sequence[str] = (),
 ) -> Decision:
     """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``, with ``lost_nodes``
-    (of the summary's ``node_names``, launcher first) left out of the next attempt."""
+    (of the summary's ``node_names``, launcher first) replaced by the free ``spares`` in order, or left out of the
+    next attempt when none is left."""
     status = summary.get("status")
     if status == "succeeded":
         return Decision(False, "the job succeeded")
@@ -62,16 +66,40 @@ def decide(
     if restarts_used >= max_restarts:
         return Decision(False, f"no restart left (launcher_max_restarts: {max_restarts})")
     nodes = list(summary.get("node_names") or [])
-    remaining = [node for node in nodes if node not in lost_nodes]
     if nodes and nodes[0] in lost_nodes:
         return Decision(False, f"the launcher node {nodes[0]} is lost (its ranks and checkpoints are there)")
-    if len(remaining) < min_nodes:
+    hosts, replaced = next_hosts(nodes, lost_nodes, spares)
+    if len(hosts) < min_nodes:
         return Decision(
             False,
-            f"{len(remaining)} of {len(nodes)} nodes left without {', '.join(lost_nodes)}; launcher_min_nodes is {min_nodes}",
+            f"{len(hosts)} of {len(nodes)} nodes left without {', '.join(lost_nodes)}; launcher_min_nodes is {min_nodes}",
         )
-    without = f"; without {', '.join(lost_nodes)}, on {len(remaining)} nodes" if lost_nodes else ""
-    return Decision(True, f"restart {restarts_used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{without}")
+    changes = [f"{spare} in place of {node}" for node, spare in replaced.items()]
+    dropped = [node for node in lost_nodes if node in nodes and node not in replaced]
+    if dropped:
+        changes.append(f"without {', '.join(dropped)}, on {len(hosts)} nodes")
+    where = "".join(f"; {change}" for change in changes)
+    why = f"restart {restarts_used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{where}"
+    return Decision(True, why, tuple(hosts))
+
+
+def next_hosts(
+    nodes: Sequence[str], lost_nodes: Sequence[str], spares: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """``nodes`` with each lost one replaced, in its place (so its node rank), by the next of ``spares`` not among
+    ``nodes``, or left out once none is left; and which spare replaced which node."""
+    free = iter([spare for spare in spares if spare not in nodes])
+    hosts: list[str] = []
+    replaced: dict[str, str] = {}
+    for node in nodes:
+        if node not in lost_nodes:
+            hosts.append(node)
+            continue
+        spare = next(free, None)
+        if spare is not None:
+            hosts.append(spare)
+            replaced[node] = spare
+    return hosts, replaced
 
 
 def new_entry(summary: Mapping[str, Any], attempt: int) -> dict[str, Any]:

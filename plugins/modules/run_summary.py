@@ -138,6 +138,13 @@ options:
     description: The fewest nodes the job may go on with after a restart without its lost nodes.
     type: int
     default: 1
+  spares:
+    description:
+      - Spare nodes, provisioned and idle, in the order to use them. A lost node is replaced by the first one not
+        among O(node_names), in its place (the same node rank); with none left it is left out.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -169,6 +176,12 @@ restarts:
   returned: always
   type: list
   elements: dict
+next_hosts:
+  description: The nodes of the next attempt, launcher first, when RV(restart) is true (else empty).
+  returned: always
+  type: list
+  elements: str
+  sample: [node1, node2, node4]
 summary:
   description: The summary written to summary.json.
   returned: always

@@ -30,6 +30,7 @@ CONTRACT_INPUTS = {
     "state_dir": "/var/lib/mnt",
     "launcher_host": "node1",
     "hosts": ["node1", "node2"],
+    "spares": [],
 }
 
 

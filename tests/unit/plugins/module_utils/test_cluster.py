@@ -30,6 +30,7 @@ INPUT_VALUES: dict[str, Any] = {
     "state_dir": "/var/lib/mnt",
     "launcher_host": "node1",
     "hosts": ["node1", "node2"],
+    "spares": ["node3"],
 }
 
 # What node_facts reports (ansible_facts.multinode_node): the shapes of parse_route_get,
@@ -68,7 +69,7 @@ def launcher_route(address: str = "10.0.0.1") -> dict[str, Any]:
 def test_inputs_are_the_dataclass_fields_and_derived_are_its_properties() -> None:
     assert INPUTS == (
         "name", "user", "uid", "gid", "ssh_port", "image", "runtime", "scheduler", "root", "state_dir", "launcher_host",
-        "hosts",
+        "hosts", "spares",
     )
     assert set(DERIVED) == {
         "workdir", "ssh_dir", "ssh_server_dir", "home", "ssh_client_dir", "env_script",
@@ -92,6 +93,7 @@ def test_build_keeps_the_inputs() -> None:
         state_dir="/var/lib/mnt",
         launcher_host="node1",
         hosts=("node1", "node2"),
+        spares=("node3",),
     )
 
 
@@ -132,12 +134,13 @@ def test_as_fact_holds_every_input_and_derived_value(runtime: str) -> None:
     assert set(fact) == set(INPUTS) | set(DERIVED)
     expected = inputs(runtime=runtime)
     for name in INPUTS:
-        if name != "hosts":
+        if name not in ("hosts", "spares"):
             assert fact[name] == expected[name]
     for name in DERIVED:
         assert fact[name] == getattr(cluster, name)
     assert fact["hosts"] == ["node1", "node2"]
     assert isinstance(fact["hosts"], list)
+    assert fact["spares"] == ["node3"]
 
 
 def test_as_fact_derived_values_follow_the_runtime() -> None:
@@ -205,6 +208,16 @@ def test_every_missing_input_is_named() -> None:
 def test_hosts_must_be_a_list(hosts: Any) -> None:
     with pytest.raises(ContractError, match="hosts must be a list of names"):
         build(inputs(hosts=hosts))
+
+
+@pytest.mark.parametrize("spares", ["node3", {"node3": {}}, 3])
+def test_spares_must_be_a_list(spares: Any) -> None:
+    with pytest.raises(ContractError, match="spares must be a list of names"):
+        build(inputs(spares=spares))
+
+
+def test_a_spare_that_is_also_a_node_of_the_job_is_only_a_node() -> None:
+    assert build(inputs(hosts=["node1", "node2"], spares=["node2", "node3"])).spares == ("node3",)
 
 
 def test_hosts_from_a_tuple_become_names() -> None:

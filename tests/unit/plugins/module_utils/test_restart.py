@@ -14,12 +14,16 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     Decision,
     completed,
     decide,
+    next_hosts,
     new_entry,
 )
 from ansible_collections.multinode.training.plugins.module_utils.run_report import RunRecords, summarize
 
 DEFAULT_RESTART_ON = list(INFRASTRUCTURE_KINDS)  # launcher_restart_on's default
 REASON = "node3: the worker container is not running, it died (exit code 137)"
+
+
+ALL = ("node1", "node2", "node3")  # the nodes of failed(): a restart without a lost node keeps them all
 
 
 def failed(kind: str | None, *reasons: str, status: str = "failed") -> dict[str, Any]:
@@ -72,8 +76,8 @@ def test_a_cancelled_job_is_never_restarted(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["worker_lost", "node_lost", "connection", "signal", "stall", "teardown_race"])
 def test_an_infrastructure_failure_is_restarted_while_restarts_are_left(kind: str) -> None:
     summary = failed(kind, "the root cause", "launcher exited 1")
-    assert verdict(summary, used=0, most=2) == Decision(True, "restart 1 of 2: the root cause")
-    assert verdict(summary, used=1, most=2) == Decision(True, "restart 2 of 2: the root cause")
+    assert verdict(summary, used=0, most=2) == Decision(True, "restart 1 of 2: the root cause", ALL)
+    assert verdict(summary, used=1, most=2) == Decision(True, "restart 2 of 2: the root cause", ALL)
 
 
 @pytest.mark.parametrize("kind", INFRASTRUCTURE_KINDS)
@@ -90,7 +94,7 @@ def test_a_rank_s_own_failure_is_not_restarted_by_default() -> None:
 def test_a_rank_s_own_failure_is_restarted_when_restart_on_names_exit() -> None:
     summary = failed("exit", "rank 1 on node2 exited 3", "launcher exited 1")
     assert verdict(summary, restart_on=[*DEFAULT_RESTART_ON, "exit"]) == Decision(
-        True, "restart 1 of 2: rank 1 on node2 exited 3"
+        True, "restart 1 of 2: rank 1 on node2 exited 3", ALL
     )
     assert verdict(summary, used=2, restart_on=[*DEFAULT_RESTART_ON, "exit"]) == Decision(
         False, "no restart left (launcher_max_restarts: 2)"
@@ -134,15 +138,25 @@ def summary_of(records: RunRecords, **overrides: Any) -> dict[str, Any]:
 
 def status(rank: int, code: int, signal: int | None = None, stopped: bool = False) -> dict[str, Any]:
     node = f"node{rank + 1}"
-    return {"rank": rank, "node": node, "host": node, "started": 1005.0 + rank, "ended": 1030.0 + rank,
-            "code": code, "signal": signal, "stopped": stopped}
+    return {
+        "rank": rank,
+        "node": node,
+        "host": node,
+        "started": 1005.0 + rank,
+        "ended": 1030.0 + rank,
+        "code": code,
+        "signal": signal,
+        "stopped": stopped,
+    }
 
 
 def test_a_summarized_oom_kill_is_restarted_and_a_summarized_exit_is_not() -> None:
     oom = summary_of(RunRecords(rank_status={0: status(0, 0), 1: status(1, 137, signal=9)}))
     assert oom["root_cause_kind"] == "signal"
     assert verdict(oom, most=1) == Decision(
-        True, "restart 1 of 1: rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)"
+        True,
+        "restart 1 of 1: rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+        ("node1", "node2"),
     )
     bug = summary_of(RunRecords(rank_status={0: status(0, 0), 1: status(1, 3)}))
     assert verdict(bug, most=1).restart is False
@@ -209,8 +223,12 @@ def test_completed_fills_the_open_entry_from_the_attempt_that_followed() -> None
 
 
 def test_completed_touches_only_the_last_entry_and_only_while_it_is_open() -> None:
-    first = {**new_entry(failed("stall", "rank 1 on node2 stalled"), 1), "resumed_at": 1050.0,
-             "resumed_from": "/ckpt/epoch-1.pt", "nodes": ["node1", "node2"]}
+    first = {
+        **new_entry(failed("stall", "rank 1 on node2 stalled"), 1),
+        "resumed_at": 1050.0,
+        "resumed_from": "/ckpt/epoch-1.pt",
+        "nodes": ["node1", "node2"],
+    }
     second = new_entry(failed("signal", "rank 0 on node1 killed by signal 9 (SIGKILL)"), 2)
     done = completed([first, second], next_attempt(started_at=1200.0))
     assert done[0] == first
@@ -237,9 +255,50 @@ def test_completed_when_the_next_attempt_started_no_rank() -> None:
 
 def test_a_lost_node_is_left_out_of_the_restart() -> None:
     summary = failed("node_lost", "node3: the node does not answer (down or cut off)")
-    assert verdict(summary, most=3) == Decision(True, "restart 1 of 3: node3: the node does not answer (down or cut off)")
-    assert decide(summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]) == Decision(
-        True, "restart 1 of 3: node3: the node does not answer (down or cut off); without node3, on 2 nodes"
+    assert verdict(summary, most=3) == Decision(
+        True, "restart 1 of 3: node3: the node does not answer (down or cut off)", ALL
+    )
+    assert decide(
+        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]
+    ) == Decision(
+        True,
+        "restart 1 of 3: node3: the node does not answer (down or cut off); without node3, on 2 nodes",
+        ("node1", "node2"),
+    )
+
+
+def test_a_lost_node_is_replaced_by_a_spare_in_its_place() -> None:
+    summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
+    decision = decide(
+        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node2"], spares=["node4"]
+    )
+    assert decision == Decision(
+        True,
+        "restart 1 of 3: node2: the node does not answer (down or cut off); node4 in place of node2",
+        ("node1", "node4", "node3"),
+    )
+
+
+def test_lost_nodes_beyond_the_spares_are_left_out() -> None:
+    summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
+    decision = decide(
+        summary,
+        restarts_used=0,
+        max_restarts=3,
+        restart_on=DEFAULT_RESTART_ON,
+        lost_nodes=["node2", "node3"],
+        spares=["node4"],
+    )
+    assert decision.hosts == ("node1", "node4")
+    assert decision.why.endswith("; node4 in place of node2; without node3, on 2 nodes")
+
+
+def test_a_spare_already_in_the_job_is_not_free() -> None:
+    # node4 replaced node2 at the first restart; node3 is lost at the second: no spare is left.
+    assert next_hosts(["node1", "node4", "node3"], ["node3"], ["node4"]) == (["node1", "node4"], {})
+    assert next_hosts(["node1", "node2", "node3"], ["node3"], ["node4", "node5"]) == (
+        ["node1", "node2", "node4"],
+        {"node3": "node4"},
     )
 
 
@@ -252,7 +311,12 @@ def test_a_lost_launcher_node_ends_the_job() -> None:
 def test_too_few_nodes_left_end_the_job() -> None:
     summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
     decision = decide(
-        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node2", "node3"], min_nodes=2
+        summary,
+        restarts_used=0,
+        max_restarts=3,
+        restart_on=DEFAULT_RESTART_ON,
+        lost_nodes=["node2", "node3"],
+        min_nodes=2,
     )
     assert decision == Decision(False, "1 of 3 nodes left without node2, node3; launcher_min_nodes is 2")
     enough = decide(
@@ -262,7 +326,9 @@ def test_too_few_nodes_left_end_the_job() -> None:
 
 
 def test_lost_nodes_do_not_make_an_unrestartable_failure_restartable() -> None:
-    decision = decide(failed("exit"), restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"])
+    decision = decide(
+        failed("exit"), restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]
+    )
     assert decision == Decision(False, "its root cause (exit) is not one launcher_restart_on restarts")
 
 
@@ -275,4 +341,6 @@ def test_an_untrusted_node_is_never_restarted() -> None:
     records = RunRecords(launcher_events=events, ssh_logs={"node2": "Host key verification failed.\n"})
     summary = summary_of(records)
     assert summary["root_cause_kind"] == "ssh_trust"
-    assert verdict(summary, most=3) == Decision(False, "its root cause (ssh_trust) is not one launcher_restart_on restarts")
+    assert verdict(summary, most=3) == Decision(
+        False, "its root cause (ssh_trust) is not one launcher_restart_on restarts"
+    )
