@@ -53,6 +53,8 @@ class Plan:
     launch_script: str
     changed: int
     task_counts: dict[str, dict[str, int]]
+    # max_restarts, restart_on, stall_timeout, node_timeout, lost_node, spares (the restart policy it would run with)
+    restart_policy: dict[str, Any]
 
 
 class PlanError(RuntimeError):
@@ -237,4 +239,5 @@ def plan(
         launch_script=str(found["launch_script"]),
         changed=sum(counts.get("changed", 0) for counts in totals.values()),
         task_counts=totals,
+        restart_policy=dict(found.get("restart_policy") or {}),
     )
