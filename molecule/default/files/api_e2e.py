@@ -32,6 +32,8 @@ def planned_then_trained(inventory: str, runs: Path) -> dict[str, Any]:
     plan = mt.plan(inventory, extravars={"launcher_job_id": job_id})
     check(plan.changed == 0, f"plan() changed {plan.changed} tasks: {plan.task_counts}")
     check(plan.world_size == 3 and len(plan.hosts) == 3, f"plan: {plan.world_size} ranks on {plan.hosts}")
+    policy = plan.restart_policy
+    check(int(policy["max_restarts"]) == 3 and policy["lost_node"] == "shrink", f"plan's restart policy: {policy}")
 
     seen: list[tuple[float, mt.Record, bool]] = []
 
