@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,9 @@ class ActionModule(ActionBase):
         if decision.restart:
             restarts.append(restart.new_entry(summary, args["attempt"]))
         summary.update(attempt=args["attempt"], restarts=restarts)
+        if args["attempt"] > 1:
+            # The whole curve: what the earlier attempts trained up to where this one resumed, then this one's.
+            summary["epochs"] = restart.merged_epochs([*self._earlier_epochs(Path(args["run_dir"])), summary["epochs"]])
         if summary["status"] != "succeeded":
             summary["restart_verdict"] = decision.why
         run_dir = Path(args["run_dir"])
@@ -75,6 +79,14 @@ class ActionModule(ActionBase):
             next_hosts=list(decision.hosts),
         )
         return result
+
+    @staticmethod
+    def _earlier_epochs(run_dir: Path) -> list[list[dict[str, Any]]]:
+        """The epochs of every earlier attempt's summary (attempts/<n>/summary.json), first attempt first."""
+        found = []
+        for path in sorted((run_dir / ATTEMPTS_DIR).glob(f"*/{SUMMARY_FILE}"), key=lambda path: int(path.parent.name)):
+            found.append(json.loads(path.read_text()).get("epochs") or [])
+        return found
 
     @staticmethod
     def _set_attempt_aside(run_dir: Path, attempt_dir: Path, decision: restart.Decision, cause_kind: str) -> None:

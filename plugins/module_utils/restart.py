@@ -102,6 +102,20 @@ def next_hosts(
     return hosts, replaced
 
 
+def merged_epochs(attempts: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """One epoch history of a restarted job from its attempts' ``epochs`` (first attempt first): a later attempt's
+    epochs replace those of its first epoch and after (it resumed there), the earlier ones stay."""
+    merged: list[dict[str, Any]] = []
+    for epochs in attempts:
+        numbers = [epoch.get("epoch") for epoch in epochs if isinstance(epoch.get("epoch"), (int, float))]
+        if numbers:
+            merged = [
+                old for old in merged if isinstance(old.get("epoch"), (int, float)) and old["epoch"] < min(numbers)
+            ]
+        merged += [dict(epoch) for epoch in epochs]
+    return merged
+
+
 def new_entry(summary: Mapping[str, Any], attempt: int) -> dict[str, Any]:
     """The record of the restart that follows the failed ``attempt``; the next attempt completes it."""
     return {

@@ -14,6 +14,7 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     Decision,
     completed,
     decide,
+    merged_epochs,
     next_hosts,
     new_entry,
 )
@@ -344,3 +345,24 @@ def test_an_untrusted_node_is_never_restarted() -> None:
     assert verdict(summary, most=3) == Decision(
         False, "its root cause (ssh_trust) is not one launcher_restart_on restarts"
     )
+
+
+# --- one epoch history across attempts ---
+
+
+def epochs(*numbers: float) -> list[dict[str, Any]]:
+    return [{"epoch": number, "loss": 1.0 / number, "samples_per_s": None} for number in numbers]
+
+
+def test_a_resumed_attempt_continues_the_epoch_history() -> None:
+    assert merged_epochs([epochs(1, 2, 3), epochs(3, 4, 5)]) == epochs(1, 2, 3, 4, 5)[:2] + epochs(3, 4, 5)
+
+
+def test_an_attempt_that_restarted_from_scratch_replaces_the_history() -> None:
+    assert merged_epochs([epochs(1, 2), epochs(1, 2, 3)]) == epochs(1, 2, 3)
+
+
+def test_an_attempt_that_trained_no_epoch_keeps_the_history() -> None:
+    # Gloo's teardown race after the last epoch: the restart resumes after it and trains nothing more.
+    assert merged_epochs([epochs(1, 2, 3), []]) == epochs(1, 2, 3)
+    assert merged_epochs([epochs(1, 2), epochs(3), epochs(4)]) == epochs(1, 2, 3, 4)
