@@ -52,6 +52,21 @@ class ActionModule(ActionBase):
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
+        run_dir = Path(args["run_dir"])
+        summary, decision = self._judged(args, run_dir)
+        path = run_dir / ATTEMPTS_DIR / str(args["attempt"]) / SUMMARY_FILE if decision.restart else run_dir / SUMMARY_FILE
+        if not self._task.check_mode:
+            if decision.restart:
+                self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
+            write_json(path, summary)
+        result.update(
+            changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=summary["restarts"],
+            next_hosts=list(decision.hosts),
+        )
+        return result
+
+    def _judged(self, args: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], restart.Decision]:
+        """This attempt's summary with the restart bookkeeping, and the restart policy's verdict on it."""
         summary = run_summary(args)
         restarts = restart.completed(args["restarts"], summary)
         decision = restart.decide(
@@ -63,22 +78,10 @@ class ActionModule(ActionBase):
         summary.update(attempt=args["attempt"], restarts=restarts)
         if args["attempt"] > 1:
             # The whole curve: what the earlier attempts trained up to where this one resumed, then this one's.
-            summary["epochs"] = restart.merged_epochs([*self._earlier_epochs(Path(args["run_dir"])), summary["epochs"]])
+            summary["epochs"] = restart.merged_epochs([*self._earlier_epochs(run_dir), summary["epochs"]])
         if summary["status"] != "succeeded":
             summary["restart_verdict"] = decision.why
-        run_dir = Path(args["run_dir"])
-        path = run_dir / SUMMARY_FILE
-        if decision.restart:
-            path = run_dir / ATTEMPTS_DIR / str(args["attempt"]) / SUMMARY_FILE
-        if not self._task.check_mode:
-            if decision.restart:
-                self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
-            write_json(path, summary)
-        result.update(
-            changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=restarts,
-            next_hosts=list(decision.hosts),
-        )
-        return result
+        return summary, decision
 
     @staticmethod
     def _earlier_epochs(run_dir: Path) -> list[list[dict[str, Any]]]:
