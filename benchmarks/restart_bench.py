@@ -171,8 +171,8 @@ def product_run(fault: str, repeat: int) -> dict[str, Any]:
     clear_checkpoints(job_name)
     process = playbook(job_name, "playbooks/launch.yml", job_vars(job_name))
     wait_for_checkpoint(job_name, FAULT_AFTER)
+    fault_at = time.time()  # when the fault was asked for: the kill lands before the command that sent it returns
     FAULTS[fault]()
-    fault_at = time.time()
     if fault == "netcut":
         time.sleep(NETCUT_SECONDS)  # the first epoch after the cut cannot end before the cut is lifted
     resumed_epoch_at, resumed_epoch = first_checkpoint_after(job_name, fault_at)
@@ -263,8 +263,8 @@ def torchrun_elastic_run(repeat: int) -> dict[str, Any]:
         stderr=subprocess.DEVNULL,
     )
     wait_for_checkpoint(job_name, FAULT_AFTER)
-    kill_worker()
     fault_at = time.time()
+    kill_worker()
     resumed_epoch_s: float | None = None
     resumed_epoch: int | None = None
     rc: int | None = None
