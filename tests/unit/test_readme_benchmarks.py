@@ -13,6 +13,7 @@ GENERATED = [
     "benchmarks/results/scale_bench.md",
     "benchmarks/results/iteration_bench.md",
     "benchmarks/results/api_overhead.md",
+    "benchmarks/results/restart_bench.md",
 ]
 
 
