@@ -11,10 +11,10 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events
-from ansible_collections.multinode.training.plugins.module_utils.run_report import write_json
+from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, write_json
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, STALL_FILE, Follower, show
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower, append_record, show
 
 display = Display()
 
@@ -109,7 +109,8 @@ class ActionModule(ActionBase):
         """Say which rank stalled, keep it for the summary (stall.json) and stop the job on every node."""
         record = {**stall.as_record(), "detected_at": round(time.time(), 3)}
         write_json(follower.run_dir / STALL_FILE, record)
-        display.display(f"[{follower.run_dir.name}] {follower.note(record)}: stopping the job on every node")
+        append_record(follower.run_dir, record)
+        display.display(f"[{follower.run_dir.name}] {record['text']}: stopping the job on every node")
         execute(self, "multinode.training.job_status", task_vars,
                 {"job_dir": args["job_dir"], "stop": True, "stop_reason": events.STOP_STALLED})
 

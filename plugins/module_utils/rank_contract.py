@@ -264,6 +264,7 @@ def _watcher(stack_dump_after: int) -> list[str]:
         "  local tick file stat pid up fields state total busy idle=0 dumped=false last_total=-1 last_size=-1 size",
         "  local -A parent ticks",
         "  tick=$(getconf CLK_TCK 2>/dev/null) || tick=100",
+        f"  busy=$((tick * {int(BUSY_CPU_SECONDS * 100)} / 100))",
         f'  while sleep {events.BEAT_SECONDS} </dev/null >/dev/null 2>&1; kill -0 "$child" 2>/dev/null; do',
         "    parent=() ticks=() state=?",
         "    for file in /proc/[0-9]*/stat; do",
@@ -281,7 +282,6 @@ def _watcher(stack_dump_after: int) -> list[str]:
         "    printf '%s%s %s %d.%02d\\n' \"$prefix\" " + shlex.quote(events.RANK_BEAT)
         + ' "$state" $((total / tick)) $((total % tick * 100 / tick))',
         '    size=$(stat -c %s "$log" 2>/dev/null) || size=0',
-        f"    busy=$((tick * {int(BUSY_CPU_SECONDS * 100)} / 100))",
         '    if [ "$state" != T ] && { [ "$size" != "$last_size" ] || [ $((total - last_total)) -ge "$busy" ]; }; then',
         "      idle=0 dumped=false",
         "    else",

@@ -20,6 +20,8 @@ from typing import Any, Mapping
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events, progress, prune
+# The stall the watchdog found in the current attempt (job_wait writes it, run_summary reads it).
+from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Watchdog
 
 display = Display()
@@ -28,8 +30,6 @@ LIVE_LOG = "live.log"
 PROGRESS_FILE = "progress.jsonl"
 CANCEL_FILE = "cancel"
 SUMMARY_FILE = "summary.json"
-# The stall the watchdog found in the current attempt (job_wait writes it, run_summary reads it).
-STALL_FILE = "stall.json"
 LATEST = "latest"
 # Earlier attempts of a restarted job: attempts/<n>/ holds each one's collected nodes/, stall.json and summary.json.
 ATTEMPTS_DIR = "attempts"
@@ -125,11 +125,6 @@ class Follower:
         elif kind == events.LAUNCHER_EXIT and isinstance(record.get("code"), int):
             self.launcher_exit_code = int(record["code"])
         return progress.describe(record)
-
-    def note(self, record: dict[str, Any]) -> str:
-        """Keep a record the controller made (a stall, a restart) with the job's own; the line to show."""
-        append_record(self.run_dir, record)
-        return str(record["text"])
 
     def _heartbeat(self, now: float) -> str:
         running = f"{int(now - self.began)} s, {len(self.started)} of {self.world_size} ranks started"
