@@ -70,7 +70,7 @@ class ActionModule(ActionBase):
         summary = run_summary(args)
         restarts = restart.completed(args["restarts"], summary)
         decision = restart.decide(
-            summary, restarts_used=len(restarts), max_restarts=args["max_restarts"], restart_on=args["restart_on"],
+            summary, restarts=restarts, max_restarts=args["max_restarts"], restart_on=args["restart_on"],
             lost_nodes=args["lost_nodes"], min_nodes=args["min_nodes"], spares=args["spares"],
         )
         if decision.restart:

@@ -5,7 +5,8 @@
 
 An attempt's summary (run_report.py) names the kind of its root cause. Failures of the infrastructure (a worker or
 node lost, the cluster's SSH cut, a rank killed by a signal from outside, a stall, gloo's teardown race after the
-work) are restarted while restarts are left; a rank whose own code failed is not by default (a deterministic bug
+work) are restarted while restarts are left (a teardown race has a budget of its own: its ranks had done their
+work, and it must not use up the restarts a lost node needs later); a rank whose own code failed is not by default (a deterministic bug
 fails again), a timeout is not (the job's time is up) and a cancel never is. A node that is lost (it did not come
 back in time) is replaced by a free spare node when the policy uses spares (in its place: the same node rank),
 else left out: the job goes on on the others (a smaller world, as torch elastic does) while at least ``min_nodes``
@@ -45,14 +46,15 @@ class Decision:
 def decide(
     summary: Mapping[str, Any],
     *,
-    restarts_used: int,
+    restarts: Sequence[Mapping[str, Any]],
     max_restarts: int,
     restart_on: Sequence[str],
     lost_nodes: Sequence[str] = (),
     min_nodes: int = 1,
     spares: Sequence[str] = (),
 ) -> Decision:
-    """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``, with ``lost_nodes``
+    """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``, after the earlier
+    ``restarts`` (the summary's records, each with its cause's ``kind``), with ``lost_nodes``
     (of the summary's ``node_names``, launcher first) replaced by the free ``spares`` in order, or left out of the
     next attempt when none is left."""
     status = summary.get("status")
@@ -63,8 +65,10 @@ def decide(
     kind = summary.get("root_cause_kind")
     if kind not in restart_on:
         return Decision(False, f"its root cause ({kind}) is not one launcher_restart_on restarts")
-    if restarts_used >= max_restarts:
-        return Decision(False, f"no restart left (launcher_max_restarts: {max_restarts})")
+    budget = "teardown-race restart" if kind == run_report.TEARDOWN_RACE else "restart"
+    used = budget_used(restarts, kind)
+    if used >= max_restarts:
+        return Decision(False, f"no {budget} left (launcher_max_restarts: {max_restarts})")
     nodes = list(summary.get("node_names") or [])
     if nodes and nodes[0] in lost_nodes:
         return Decision(False, f"the launcher node {nodes[0]} is lost (its ranks and checkpoints are there)")
@@ -79,8 +83,15 @@ def decide(
     if dropped:
         changes.append(f"without {', '.join(dropped)}, on {len(hosts)} nodes")
     where = "".join(f"; {change}" for change in changes)
-    why = f"restart {restarts_used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{where}"
+    why = f"{budget} {used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{where}"
     return Decision(True, why, tuple(hosts))
+
+
+def budget_used(restarts: Sequence[Mapping[str, Any]], kind: str | None) -> int:
+    """How many of ``restarts`` came out of the budget a failure of ``kind`` restarts from: teardown races count
+    among themselves, every other kind among the others."""
+    race = kind == run_report.TEARDOWN_RACE
+    return sum(1 for entry in restarts if (entry.get("kind") == run_report.TEARDOWN_RACE) == race)
 
 
 def next_hosts(

@@ -13,6 +13,7 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     RESTART_ON_CHOICES,
     Decision,
     completed,
+    budget_used,
     decide,
     merged_epochs,
     next_hosts,
@@ -43,7 +44,7 @@ def failed(kind: str | None, *reasons: str, status: str = "failed") -> dict[str,
 def verdict(summary: dict[str, Any], *, used: int = 0, most: int = 2, restart_on: list[str] | None = None) -> Decision:
     return decide(
         summary,
-        restarts_used=used,
+        restarts=[{"kind": summary["root_cause_kind"]}] * used,
         max_restarts=most,
         restart_on=DEFAULT_RESTART_ON if restart_on is None else restart_on,
     )
@@ -74,17 +75,42 @@ def test_a_cancelled_job_is_never_restarted(kind: str) -> None:
     )
 
 
-@pytest.mark.parametrize("kind", ["worker_lost", "node_lost", "connection", "signal", "stall", "teardown_race"])
+@pytest.mark.parametrize("kind", ["worker_lost", "node_lost", "connection", "signal", "stall"])
 def test_an_infrastructure_failure_is_restarted_while_restarts_are_left(kind: str) -> None:
     summary = failed(kind, "the root cause", "launcher exited 1")
     assert verdict(summary, used=0, most=2) == Decision(True, "restart 1 of 2: the root cause", ALL)
     assert verdict(summary, used=1, most=2) == Decision(True, "restart 2 of 2: the root cause", ALL)
 
 
-@pytest.mark.parametrize("kind", INFRASTRUCTURE_KINDS)
+@pytest.mark.parametrize("kind", ["worker_lost", "node_lost", "connection", "signal", "stall"])
 def test_no_restart_is_left(kind: str) -> None:
     assert verdict(failed(kind), used=2, most=2) == Decision(False, "no restart left (launcher_max_restarts: 2)")
     assert verdict(failed(kind), used=0, most=0) == Decision(False, "no restart left (launcher_max_restarts: 0)")
+
+
+def test_a_teardown_race_is_restarted_from_a_budget_of_its_own() -> None:
+    race = failed("teardown_race", "rank 2 on node3 was killed by SIGABRT after its work", "launcher exited 1")
+    assert verdict(race, used=1, most=2) == Decision(
+        True, "teardown-race restart 2 of 2: rank 2 on node3 was killed by SIGABRT after its work", ALL
+    )
+    assert verdict(race, used=2, most=2) == Decision(False, "no teardown-race restart left (launcher_max_restarts: 2)")
+
+
+def test_teardown_races_do_not_use_up_the_restarts_of_a_lost_node() -> None:
+    races = [{"kind": "teardown_race"}, {"kind": "teardown_race"}]
+    lost = decide(failed("worker_lost"), restarts=races, max_restarts=2, restart_on=DEFAULT_RESTART_ON)
+    assert lost == Decision(True, f"restart 1 of 2: {REASON}", ALL)
+    race = decide(
+        failed("teardown_race"), restarts=[{"kind": "node_lost"}] * 2, max_restarts=2, restart_on=DEFAULT_RESTART_ON
+    )
+    assert race == Decision(True, f"teardown-race restart 1 of 2: {REASON}", ALL)
+
+
+def test_budget_used_counts_within_a_budget() -> None:
+    entries = [{"kind": "teardown_race"}, {"kind": "stall"}, {"kind": "node_lost"}]
+    assert budget_used(entries, "teardown_race") == 1
+    assert budget_used(entries, "worker_lost") == 2
+    assert budget_used([], "stall") == 0
 
 
 def test_a_rank_s_own_failure_is_not_restarted_by_default() -> None:
@@ -260,7 +286,7 @@ def test_a_lost_node_is_left_out_of_the_restart() -> None:
         True, "restart 1 of 3: node3: the node does not answer (down or cut off)", ALL
     )
     assert decide(
-        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]
+        summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]
     ) == Decision(
         True,
         "restart 1 of 3: node3: the node does not answer (down or cut off); without node3, on 2 nodes",
@@ -271,7 +297,7 @@ def test_a_lost_node_is_left_out_of_the_restart() -> None:
 def test_a_lost_node_is_replaced_by_a_spare_in_its_place() -> None:
     summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
     decision = decide(
-        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node2"], spares=["node4"]
+        summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node2"], spares=["node4"]
     )
     assert decision == Decision(
         True,
@@ -284,7 +310,7 @@ def test_lost_nodes_beyond_the_spares_are_left_out() -> None:
     summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
     decision = decide(
         summary,
-        restarts_used=0,
+        restarts=[],
         max_restarts=3,
         restart_on=DEFAULT_RESTART_ON,
         lost_nodes=["node2", "node3"],
@@ -305,7 +331,7 @@ def test_a_spare_already_in_the_job_is_not_free() -> None:
 
 def test_a_lost_launcher_node_ends_the_job() -> None:
     summary = failed("node_lost", "node1: the node does not answer (down or cut off)")
-    decision = decide(summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node1"])
+    decision = decide(summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node1"])
     assert decision == Decision(False, "the launcher node node1 is lost (its ranks and checkpoints are there)")
 
 
@@ -313,7 +339,7 @@ def test_too_few_nodes_left_end_the_job() -> None:
     summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
     decision = decide(
         summary,
-        restarts_used=0,
+        restarts=[],
         max_restarts=3,
         restart_on=DEFAULT_RESTART_ON,
         lost_nodes=["node2", "node3"],
@@ -321,15 +347,13 @@ def test_too_few_nodes_left_end_the_job() -> None:
     )
     assert decision == Decision(False, "1 of 3 nodes left without node2, node3; launcher_min_nodes is 2")
     enough = decide(
-        summary, restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"], min_nodes=2
+        summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"], min_nodes=2
     )
     assert enough.restart is True
 
 
 def test_lost_nodes_do_not_make_an_unrestartable_failure_restartable() -> None:
-    decision = decide(
-        failed("exit"), restarts_used=0, max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"]
-    )
+    decision = decide(failed("exit"), restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"])
     assert decision == Decision(False, "its root cause (exit) is not one launcher_restart_on restarts")
 
 
