@@ -175,6 +175,7 @@ def render_rank_wrapper(
     env_script: str = "",
     backend: str = "",
     stack_dump_after: int = 0,
+    python_path: Sequence[str] = (),
 ) -> str:
     """``rank.sh`` for one node: run ``"$@"`` as one rank of the job, with the standard environment.
 
@@ -189,6 +190,8 @@ def render_rank_wrapper(
     with the rank's exit code. While the rank runs, a watcher reports its state and CPU seconds every
     ``events.BEAT_SECONDS`` on the launcher's stream (the stall watchdog's input) and, after ``stack_dump_after``
     seconds without progress (0: never), dumps its Python stacks with py-spy into ``logs/stack-rank-<RANK>.txt``.
+    The directories of ``python_path`` (the workload's requirements layer) come first on ``PYTHONPATH``, their
+    ``bin`` first on ``PATH``.
     """
     if not NODE_NAME.fullmatch(node.node):
         raise ContractError(f"node name {node.node!r}: use letters, digits and . _ : @ + - only")
@@ -204,6 +207,7 @@ def render_rank_wrapper(
         # Before `set -u`: environment scripts such as oneAPI's vars.sh read unset variables.
         lines.append(f". {shlex.quote(env_script)} || exit")
     lines += ["set -u"]
+    lines += _python_path_lines(python_path)
     lines += [f"export {name}={shlex.quote(str(value))}" for name, value in env.items()]
     # Python buffers a pipe's output until exit: live progress needs every line as it is printed.
     lines += ['export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"']
@@ -213,6 +217,22 @@ def render_rank_wrapper(
     lines += [f"export {name}={shlex.quote(value)}" for name, value in job.variables().items()]
     lines += ["", *_supervision(node.node, job, stack_dump_after)]
     return "\n".join(lines) + "\n"
+
+
+def _python_path_lines(python_path: Sequence[str]) -> list[str]:
+    """``export PYTHONPATH=...`` and ``PATH`` with the layer's directories first, the environment's after them."""
+    if not python_path:
+        return []
+    for directory in python_path:
+        if not directory.startswith("/") or ":" in directory:
+            raise ContractError(f"python_path entry {directory!r}: an absolute path without ':' is needed")
+    sites = ":".join(python_path)
+    programs = ":".join(f"{directory}/bin" for directory in python_path)
+    return [
+        "# The workload's requirements, before the training environment's own packages.",
+        f'export PYTHONPATH={shlex.quote(sites)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+        f'export PATH={shlex.quote(programs)}":$PATH"',
+    ]
 
 
 def _contract_line(variable: ContractVariable, node: NodeDefaults) -> str:

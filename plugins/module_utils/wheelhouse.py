@@ -69,6 +69,12 @@ def resolve_argv(python: str, node: Mapping[str, Any], wheelhouse: str, packages
     ]
 
 
+def node_target_args(node: Mapping[str, Any]) -> list[str]:
+    """pip's options that pick wheels for the probed ``node`` instead of this machine (binary wheels only)."""
+    python_version, machine, libc_version = _node(node)
+    return _node_target_args(python_version, libc_version, machine)
+
+
 def _node_target_args(python_version: str, libc_version: str, machine: str) -> list[str]:
     """pip's options that pick wheels for the node's interpreter and platform instead of this machine's."""
     return [

@@ -128,6 +128,13 @@ options:
         read (its logs, rank status, stop file, process ids), and keeps its copy of the code, outputs and checkpoints.
     type: bool
     default: false
+  python_path:
+    description:
+      - Directories put first on every rank's C(PYTHONPATH) (their C(bin) first on C(PATH)), before the training
+        environment's own packages: the workload's requirements layer (multinode.training.requirements_layer).
+    type: list
+    elements: path
+    default: []
   stack_dump_after:
     description:
       - Seconds a rank may go without progress (output or CPU time) before its watcher dumps its Python stacks with
@@ -225,6 +232,7 @@ def main() -> None:
             fresh=dict(type="bool", default=False),
             restart=dict(type="bool", default=False),
             stack_dump_after=dict(type="int", default=0),
+            python_path=dict(type="list", elements="path", default=[]),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -242,7 +250,7 @@ def main() -> None:
     try:
         content = render_rank_wrapper(
             node, job, env, env_script=params["env_script"], backend=params["backend"],
-            stack_dump_after=params["stack_dump_after"],
+            stack_dump_after=params["stack_dump_after"], python_path=params["python_path"],
         )
     except ContractError as exc:
         module.fail_json(msg=str(exc))

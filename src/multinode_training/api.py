@@ -55,6 +55,8 @@ class Plan:
     task_counts: dict[str, dict[str, int]]
     # max_restarts, restart_on, stall_timeout, node_timeout, lost_node, spares (the restart policy it would run with)
     restart_policy: dict[str, Any]
+    # file, key, path, packages, replaced, built (whether the layer must be built), shipped_to; {} without requirements
+    requirements: dict[str, Any]
 
 
 class PlanError(RuntimeError):
@@ -240,4 +242,5 @@ def plan(
         changed=sum(counts.get("changed", 0) for counts in totals.values()),
         task_counts=totals,
         restart_policy=dict(found.get("restart_policy") or {}),
+        requirements=dict(found.get("requirements") or {}),
     )
