@@ -22,7 +22,7 @@ IMAGE_VARS := $(foreach variant,$(VARIANTS),-e cluster_image=multinode/training-
 SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE_CACHE)", "target": "$(IMAGE_CACHE)", \
 	"read_only": true}]}'
 
-.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images wheels sim train down clean
+.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images own-image wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
 	@python3 scripts/show_run.py runs/latest
@@ -42,6 +42,9 @@ host: ## Docker engine running, debootstrap present
 
 images: host ## base, sim-node and training images (cached on disk); VARIANTS=deepspeed adds that variant
 	scripts/images.sh $(VARIANTS)
+
+own-image: venv images ## your own image FROM the training image with REQUIREMENTS' packages: make own-image NAME=team/img:1 REQUIREMENTS=path
+	$(VENV)/bin/python scripts/own_image.py --name $(NAME) --requirements $(REQUIREMENTS) --cache $(IMAGE_CACHE)
 
 wheels: venv ## Intel's runtimes from PyPI for the oneapi role's pip method (cached on disk)
 	PYTHON=$(VENV)/bin/python scripts/oneapi-wheels.sh

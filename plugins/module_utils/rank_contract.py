@@ -207,8 +207,9 @@ def render_rank_wrapper(
         # Before `set -u`: environment scripts such as oneAPI's vars.sh read unset variables.
         lines.append(f". {shlex.quote(env_script)} || exit")
     lines += ["set -u"]
-    lines += _python_path_lines(python_path)
     lines += [f"export {name}={shlex.quote(str(value))}" for name, value in env.items()]
+    # After env: a PYTHONPATH or PATH given there comes after the layer, not instead of it.
+    lines += _python_path_lines(python_path)
     # Python buffers a pipe's output until exit: live progress needs every line as it is printed.
     lines += ['export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"']
     lines += ["", "# The launch contract, from whichever launcher started this rank."]

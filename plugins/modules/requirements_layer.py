@@ -14,7 +14,7 @@ short_description: Build a workload's requirements into a layer over the nodes' 
 version_added: 0.1.0
 description:
   - Resolves the requirements file O(requirements) with pip, on the controller, for the nodes' Python and platform
-    (O(node), binary wheels only), first with every package of the training environment held at the version the
+    (O(probes), binary wheels only), first with every package of the training environment held at the version the
     nodes have, so that those are not installed again; when that cannot be satisfied, freely.
   - Installs the packages the environment lacks, or has at another version, into O(cache_dir)C(/<key>/site)
     (C(pip install --target), console scripts in C(site/bin)). The nodes put that directory first on every rank's
@@ -22,7 +22,7 @@ description:
   - The key names the layer by the file's content and O(environment); a layer that exists is returned as it is
     (RV(built) false, nothing run). A layer is built in a scratch directory and moved into place, never left half
     built.
-  - Without O(node), returns the key and whether the controller has the layer (RV(ready)), and builds nothing.
+  - Without O(probes), returns the key and whether the controller has the layer (RV(ready)), and builds nothing.
   - Fails naming the requirements pip cannot find, and the nodes they were for. Warns by name about each package
     of the environment that the layer replaces with another version.
   - Runs on the controller, in Ansible's own process, whatever host the task is for.
@@ -45,16 +45,13 @@ options:
       image); part of the key.
     type: str
     required: true
-  node:
-    description: The probe of the nodes' training environment, as the role takes it with
-      C(multinode.training.requirements_layer)'s probe script; C(python) (major.minor), C(machine),
-      C(libc_version) and C(packages) (name to version). Without it, nothing is built.
+  probes:
+    description:
+      - The probes of the training environment on the nodes that need the layer, by node, as the role takes them
+        with RV(probe_script); each has C(python) (major.minor), C(machine), C(libc_version) and C(packages) (name
+        to version). The layer is built for them; the build fails naming the nodes and what differs when they do
+        not agree. Without it, nothing is built.
     type: dict
-  nodes:
-    description: The nodes the layer is for, named in messages.
-    type: list
-    elements: str
-    default: []
   cache_dir:
     description: The controller directory that holds the layers, one subdirectory per key.
     type: path
@@ -69,8 +66,7 @@ EXAMPLES = r"""
   multinode.training.requirements_layer:
     requirements: "{{ workload_src }}/requirements.txt"
     environment: "container:multinode/training:latest"
-    node: "{{ probe.stdout | from_json }}"
-    nodes: "{{ ansible_play_hosts }}"
+    probes: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'probe'))) }}"
     cache_dir: ~/.cache/multinode-training/layers
   run_once: true
   register: layer
@@ -96,7 +92,7 @@ stamp_file:
   type: str
   sample: .multinode-layer
 probe_script:
-  description: The Python code that, run by the nodes' training Python, prints the probe O(node) takes (JSON).
+  description: The Python code that, run by the nodes' training Python, prints one of the O(probes) (JSON).
   returned: always
   type: str
 ready:

@@ -801,3 +801,145 @@ def test_the_watcher_does_not_hold_the_rank_s_output_open(tmp_path: Path) -> Non
     assert process.returncode == 0
     assert ended_at < 2.5, f"the end marker came {ended_at:.1f} s after the start of a 1 s rank"
     assert closed_at < 2.5, f"the launcher's stream closed {closed_at:.1f} s after the start of a 1 s rank"
+
+
+# --- the workload's requirements layer, first on PYTHONPATH and PATH ---
+
+LAYER = "/opt/w/envs/abc/site"
+LAYER_PYTHONPATH_LINE = f'export PYTHONPATH={LAYER}"${{PYTHONPATH:+:$PYTHONPATH}}"'
+LAYER_PATH_LINE = f'export PATH={LAYER}/bin":$PATH"'
+
+
+def layer_wrapper(job: JobPaths, python_path: list[str], env: Mapping[str, str] = ENV, *, env_script: str = "") -> Path:
+    path = Path(job.job_dir) / "rank.sh"
+    path.write_text(render_rank_wrapper(NODE, job, env, env_script=env_script, python_path=python_path))
+    return path
+
+
+def layer_lines(script: str) -> list[str]:
+    """The lines of ``script`` that set PYTHONPATH or PATH."""
+    return [line for line in script.splitlines() if line.startswith(("export PYTHONPATH=", "export PATH="))]
+
+
+def evaluated(lines: list[str], environment: Mapping[str, str]) -> tuple[str, str]:
+    """PYTHONPATH and PATH after bash ran ``lines`` under ``set -u`` in ``environment``."""
+    script = "\n".join(["set -u", *lines, 'printf "%s\\n%s\\n" "$PYTHONPATH" "$PATH"'])
+    result = subprocess.run(
+        ["bash", "-c", script], env=dict(environment), capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    python_path, path = result.stdout.splitlines()
+    return python_path, path
+
+
+def new_layer(tmp_path: Path, name: str = "site") -> Path:
+    """A layer directory with a module ``layer_probe`` and a console script ``layer-tool`` in its bin."""
+    site = tmp_path / "layers" / name
+    (site / "bin").mkdir(parents=True)
+    (site / "layer_probe.py").write_text(f"WHERE = {name!r}\n")
+    tool = site / "bin" / "layer-tool"
+    tool.write_text(f"#!/bin/sh\necho layer-tool of {name}\n")
+    tool.chmod(0o755)
+    return site
+
+
+def test_without_python_path_the_script_leaves_pythonpath_and_path_alone(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    for script in (make_wrapper(job).read_text(), layer_wrapper(job, []).read_text()):
+        assert "PYTHONPATH" not in script
+        assert not layer_lines(script)
+
+
+def test_python_path_is_first_on_pythonpath_and_its_bin_first_on_path(tmp_path: Path) -> None:
+    script = layer_wrapper(new_job(tmp_path), [LAYER]).read_text()
+    assert layer_lines(script) == [LAYER_PYTHONPATH_LINE, LAYER_PATH_LINE]
+
+
+def test_python_path_is_set_after_set_u_and_before_the_contract(tmp_path: Path) -> None:
+    lines = layer_wrapper(new_job(tmp_path), [LAYER]).read_text().splitlines()
+    set_u = lines.index("set -u")
+    python_path = lines.index(LAYER_PYTHONPATH_LINE)
+    path = lines.index(LAYER_PATH_LINE)
+    first_contract = min(index for index, line in enumerate(lines) if line.startswith(f"export {CONTRACT[0].name}="))
+    assert set_u < python_path < first_contract
+    assert set_u < path < first_contract
+
+
+def test_several_python_path_directories_keep_their_order(tmp_path: Path) -> None:
+    script = layer_wrapper(new_job(tmp_path), ["/opt/a/site", "/opt/b/site"]).read_text()
+    assert layer_lines(script) == [
+        'export PYTHONPATH=/opt/a/site:/opt/b/site"${PYTHONPATH:+:$PYTHONPATH}"',
+        'export PATH=/opt/a/site/bin:/opt/b/site/bin":$PATH"',
+    ]
+
+
+@pytest.mark.parametrize("directory", ["opt/w/site", "site", "./site", "~/site", "", "/opt/a:b/site", "/opt/a/site:"])
+def test_a_relative_python_path_or_one_with_a_colon_is_refused(tmp_path: Path, directory: str) -> None:
+    with pytest.raises(ContractError, match="python_path"):
+        render_rank_wrapper(NODE, new_job(tmp_path), ENV, python_path=["/opt/w/site", directory])
+
+
+@pytest.mark.parametrize("python_path", [[LAYER], ["/opt/my env/site", "/opt/a$HOME`id`'q'/site"]])
+def test_the_script_with_python_path_is_valid_bash(tmp_path: Path, python_path: list[str]) -> None:
+    wrapper = layer_wrapper(new_job(tmp_path), python_path)
+    result = subprocess.run(["bash", "-n", str(wrapper)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_layer_lines_in_bash_without_pythonpath(tmp_path: Path) -> None:
+    lines = layer_lines(layer_wrapper(new_job(tmp_path), [LAYER]).read_text())
+    python_path, path = evaluated(lines, {"PATH": "/usr/bin:/bin"})
+    assert python_path == LAYER  # no empty entry (the working directory) after it
+    assert path == f"{LAYER}/bin:/usr/bin:/bin"
+
+
+def test_the_layer_lines_in_bash_with_pythonpath(tmp_path: Path) -> None:
+    lines = layer_lines(layer_wrapper(new_job(tmp_path), [LAYER]).read_text())
+    python_path, path = evaluated(lines, {"PATH": "/usr/bin:/bin", "PYTHONPATH": "/image/lib:/more"})
+    assert python_path == f"{LAYER}:/image/lib:/more"
+    assert path == f"{LAYER}/bin:/usr/bin:/bin"
+
+
+def test_the_layer_lines_in_bash_with_an_empty_pythonpath(tmp_path: Path) -> None:
+    lines = layer_lines(layer_wrapper(new_job(tmp_path), [LAYER]).read_text())
+    python_path, path = evaluated(lines, {"PATH": "/usr/bin", "PYTHONPATH": ""})
+    assert python_path == LAYER
+    assert path == f"{LAYER}/bin:/usr/bin"
+
+
+def test_the_layer_lines_in_bash_with_shell_characters_in_the_directory(tmp_path: Path) -> None:
+    directory = "/opt/my env/a$HOME`id`'q'/site"
+    lines = layer_lines(layer_wrapper(new_job(tmp_path), [directory]).read_text())
+    python_path, path = evaluated(lines, {"PATH": "/usr/bin", "PYTHONPATH": "/image/lib"})
+    assert python_path == f"{directory}:/image/lib"
+    assert path == f"{directory}/bin:/usr/bin"
+
+
+def test_a_rank_imports_from_the_layer_and_runs_its_programs(tmp_path: Path) -> None:
+    layer = new_layer(tmp_path)
+    job = new_job(tmp_path)
+    wrapper = layer_wrapper(job, [str(layer)])
+    env = rank_view(wrapper, {**TORCHRUN, "PYTHONPATH": "/image/lib"})[1]
+    assert env["PYTHONPATH"] == f"{layer}:/image/lib"
+    assert env["PATH"] == f"{layer}/bin:{os.environ['PATH']}"
+    program = "import layer_probe; print(layer_probe.WHERE)"
+    result = run_rank(wrapper, TORCHRUN, sys.executable, "-c", program)
+    assert result.returncode == 0, result.stderr
+    assert launcher_stream(result.stdout, RANK) == "site\n"
+    result = run_rank(wrapper, TORCHRUN, "layer-tool")
+    assert result.returncode == 0, result.stderr
+    assert launcher_stream(result.stdout, RANK) == "layer-tool of site\n"
+
+
+def test_the_layer_comes_before_what_the_env_script_puts_on_pythonpath(tmp_path: Path) -> None:
+    env_script = tmp_path / "vars.sh"
+    env_script.write_text("export PYTHONPATH=/from/vars${PYTHONPATH:+:$PYTHONPATH}\n")
+    wrapper = layer_wrapper(new_job(tmp_path), [LAYER], env_script=str(env_script))
+    env = rank_view(wrapper, {**TORCHRUN, "PYTHONPATH": "/image/lib"})[1]
+    assert env["PYTHONPATH"] == f"{LAYER}:/from/vars:/image/lib"
+
+
+def test_the_layer_stays_first_when_the_node_env_sets_pythonpath(tmp_path: Path) -> None:
+    wrapper = layer_wrapper(new_job(tmp_path), [LAYER], {**ENV, "PYTHONPATH": "/from/launcher_env"})
+    env = rank_view(wrapper, TORCHRUN)[1]
+    assert env["PYTHONPATH"].split(":")[0] == LAYER
