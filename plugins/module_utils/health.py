@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The cluster's health gate: what every node measures, and the verdict on the figures.
+
+Every node runs ``NODE_PROBE`` in its training environment (the worker container, or host mode's environment) at
+the same time, as one rank of a small gloo job over the cluster interface (``RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR``, ``MASTER_PORT``, ``GLOO_SOCKET_IFNAME`` set by the caller). It measures the node (a matrix
+multiply in GFLOP/s, memory bandwidth, free disk where jobs and checkpoints go, free memory, the MTU of the cluster
+interface, the Python, torch and MPI versions, Intel GPUs and render-node access, its clock at a barrier) and the
+network: an all-reduce of a few sizes across all nodes, and one send along a ring (rank i to i+1) that times each
+node's link, so one slow node or link stands out without measuring every pair (a ring is n transfers at once, at
+any scale). It prints one JSON object.
+
+``judge`` compares each figure with the fleet's median (a node below ``fraction`` of it is named) and with the
+user's absolute floors, and requires the versions to agree; pure Python, unit-tested on recorded figures.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Figures where more is better, judged against the fleet's median and the floors: name -> (unit, what it is).
+RATED = {
+    "gflops": ("GFLOP/s", "compute (a float32 matrix multiply)"),
+    "memory_gbps": ("GB/s", "memory bandwidth (a large copy)"),
+    "link_gbps": ("Gbit/s", "its link (a send to the next node of the ring)"),
+}
+# Figures judged only against floors: name -> (unit, what it is).
+FLOORED = {
+    "disk_free_gb": ("GB", "free disk where jobs and checkpoints go"),
+    "memory_free_gb": ("GB", "free memory"),
+}
+# What must be the same on every node.
+AGREED = ("python", "torch", "mpi", "mtu")
+DEFAULT_FRACTION = 0.7
+DEFAULT_CLOCK_SKEW_S = 2.0
+DEFAULT_FLOORS = {"disk_free_gb": 1.0, "memory_free_gb": 1.0}
+
+NODE_PROBE = r'''
+import datetime, json, os, shutil, subprocess, sys, time
+import importlib.metadata as metadata
+import torch
+import torch.distributed as dist
+
+def timed(action, repeats):
+    action()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        action()
+    return (time.perf_counter() - started) / repeats
+
+def version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+figures = {"python": "%d.%d.%d" % sys.version_info[:3], "torch": torch.__version__, "mpi": version("impi-rt")}
+size = 1024
+a, b = torch.rand(size, size), torch.rand(size, size)
+figures["gflops"] = round(2 * size ** 3 / timed(lambda: torch.mm(a, b), 8) / 1e9, 2)
+block = torch.empty(32 * 1024 * 1024, dtype=torch.uint8)
+copy = torch.empty_like(block)
+figures["memory_gbps"] = round(2 * block.numel() / timed(lambda: copy.copy_(block), 8) / 1e9, 2)
+usage = shutil.disk_usage(os.environ["HEALTH_DISK_PATH"])
+figures["disk_free_gb"] = round(usage.free / 1e9, 2)
+with open("/proc/meminfo") as meminfo:
+    fields = dict(line.split(":", 1) for line in meminfo)
+figures["memory_free_gb"] = round(int(fields["MemAvailable"].split()[0]) * 1024 / 1e9, 2)
+iface = os.environ.get("GLOO_SOCKET_IFNAME", "")
+try:
+    with open(f"/sys/class/net/{iface}/mtu") as mtu:
+        figures["mtu"] = int(mtu.read())
+except OSError:
+    figures["mtu"] = None
+renders = sorted(name for name in os.listdir("/dev/dri") if name.startswith("renderD")) if os.path.isdir("/dev/dri") else []
+figures["render_nodes"] = len(renders)
+figures["render_access"] = all(os.access(f"/dev/dri/{name}", os.R_OK | os.W_OK) for name in renders)
+figures["gpus"] = torch.xpu.device_count() if hasattr(torch, "xpu") and torch.xpu.is_available() else 0
+
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=int(os.environ.get("HEALTH_TIMEOUT", "60"))))
+rank, world = dist.get_rank(), dist.get_world_size()
+dist.barrier()
+figures["clock"] = time.time()
+reduced = {}
+for elements in (256, 262144, 4194304):
+    tensor = torch.ones(elements)
+    seconds = timed(lambda: dist.all_reduce(tensor), 3)
+    reduced[str(elements * 4)] = {"seconds": round(seconds, 6), "busbw_gbps": round(2 * (world - 1) / world * elements * 4 * 8 / seconds / 1e9, 3)}
+figures["allreduce"] = reduced
+if world > 1:
+    payload = torch.ones(4 * 1024 * 1024)
+    inbox = torch.empty_like(payload)
+    def ring():
+        sent = dist.isend(payload, (rank + 1) % world)
+        dist.recv(inbox, (rank - 1) % world)
+        sent.wait()
+    figures["link_gbps"] = round(payload.numel() * 4 * 8 / timed(ring, 3) / 1e9, 3)
+    figures["link_to"] = (rank + 1) % world
+figures["rank"] = rank
+dist.barrier()
+print(json.dumps(figures), flush=True)
+'''
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One node's figure that failed the gate, in words."""
+
+    node: str
+    measure: str
+    text: str
+
+
+def fleet_median(figures: Mapping[str, Mapping[str, Any]], measure: str) -> float | None:
+    """The median of ``measure`` over the nodes that report it as a number."""
+    values = [float(node[measure]) for node in figures.values() if isinstance(node.get(measure), (int, float))]
+    return statistics.median(values) if values else None
+
+
+def judge(
+    figures: Mapping[str, Mapping[str, Any]],
+    *,
+    fraction: float = DEFAULT_FRACTION,
+    floors: Mapping[str, float] | None = None,
+    clock_skew_s: float = DEFAULT_CLOCK_SKEW_S,
+    interfaces: Mapping[str, str] | None = None,
+    nodes_by_rank: Sequence[str] = (),
+) -> list[Finding]:
+    """Every failed check of every node (node order kept): below ``fraction`` of the fleet's median, below a floor,
+    a version that differs from the first node's, a clock more than ``clock_skew_s`` from the first node's."""
+    floors = {**DEFAULT_FLOORS, **(floors or {})}
+    findings: list[Finding] = []
+    for measure, (unit, what) in RATED.items():
+        median = fleet_median(figures, measure)
+        for node, values in figures.items():
+            value = values.get(measure)
+            if not isinstance(value, (int, float)) or median is None:
+                continue
+            where = _where(node, measure, values, interfaces or {}, nodes_by_rank)
+            if len(figures) > 1 and value < fraction * median:
+                findings.append(
+                    Finding(
+                        node,
+                        measure,
+                        f"{where}: {what} {value:g} {unit}, {100 * (1 - value / median):.0f}% below the fleet's "
+                        f"median {median:g} {unit} (the gate is {100 * fraction:.0f}% of it)",
+                    )
+                )
+            elif measure in floors and value < floors[measure]:
+                findings.append(Finding(node, measure, f"{where}: {what} {value:g} {unit}, below the floor {floors[measure]:g}"))
+    for measure, (unit, what) in FLOORED.items():
+        for node, values in figures.items():
+            value = values.get(measure)
+            if isinstance(value, (int, float)) and measure in floors and value < floors[measure]:
+                findings.append(Finding(node, measure, f"{node}: {what} {value:g} {unit}, below the floor {floors[measure]:g} {unit}"))
+    findings += _disagreements(figures)
+    findings += _clock_skew(figures, clock_skew_s)
+    return findings
+
+
+def _where(node: str, measure: str, values: Mapping[str, Any], interfaces: Mapping[str, str], nodes_by_rank: Sequence[str]) -> str:
+    """The node, and for a link its interface and the node it sent to."""
+    if measure != "link_gbps":
+        return node
+    target = values.get("link_to")
+    to = nodes_by_rank[target] if isinstance(target, int) and 0 <= target < len(nodes_by_rank) else f"rank {target}"
+    iface = interfaces.get(node)
+    return f"{node}{f' ({iface})' if iface else ''} -> {to}"
+
+
+def _disagreements(figures: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
+    """A version (or MTU) that differs from the most common value across the nodes, named on the odd node."""
+    findings = []
+    for measure in AGREED:
+        values = [str(node.get(measure)) for node in figures.values()]
+        if len(set(values)) <= 1:
+            continue
+        common = max(set(values), key=values.count)
+        for node, node_values in figures.items():
+            if str(node_values.get(measure)) != common:
+                findings.append(Finding(node, measure, f"{node}: {measure} {node_values.get(measure)}, the other nodes have {common}"))
+    return findings
+
+
+def _clock_skew(figures: Mapping[str, Mapping[str, Any]], clock_skew_s: float) -> list[Finding]:
+    """A clock more than ``clock_skew_s`` from the median node's at the same barrier."""
+    median = fleet_median(figures, "clock")
+    if median is None:
+        return []
+    findings = []
+    for node, values in figures.items():
+        clock = values.get("clock")
+        if isinstance(clock, (int, float)) and abs(clock - median) > clock_skew_s:
+            findings.append(Finding(node, "clock", f"{node}: clock {clock - median:+.1f} s off the fleet's (gate {clock_skew_s:g} s)"))
+    return findings
+
+
+def table(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The figures as lines of a terminal table, one node a line."""
+    columns = ("gflops", "memory_gbps", "link_gbps", "disk_free_gb", "memory_free_gb", "torch", "mtu")
+    lines = ["node       " + " ".join(f"{column:>14}" for column in columns)]
+    for node, values in figures.items():
+        lines.append(f"{node:<10} " + " ".join(f"{str(values.get(column, '-')):>14}" for column in columns))
+    return lines
