@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The cluster's health gate: what every node measures, and the verdict on the figures.
 
-Every node runs ``NODE_PROBE`` in its training environment (the worker container, or host mode's environment) at
+Every node runs ``roles/health/files/health_probe.py`` in its training environment (the worker container, or host mode's environment) at
 the same time, as one rank of a small gloo job over the cluster interface (``RANK``, ``WORLD_SIZE``,
 ``MASTER_ADDR``, ``MASTER_PORT``, ``GLOO_SOCKET_IFNAME`` set by the caller). It measures the node (a matrix
 multiply in GFLOP/s, memory bandwidth, free disk where jobs and checkpoints go, free memory, the MTU of the cluster
@@ -18,6 +18,7 @@ user's absolute floors, and requires the versions to agree; pure Python, unit-te
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,75 +37,10 @@ FLOORED = {
 }
 # What must be the same on every node.
 AGREED = ("python", "torch", "mpi", "mtu")
-DEFAULT_FRACTION = 0.7
+DEFAULT_FRACTION = 0.6
 DEFAULT_CLOCK_SKEW_S = 2.0
 DEFAULT_FLOORS = {"disk_free_gb": 1.0, "memory_free_gb": 1.0}
 
-NODE_PROBE = r'''
-import datetime, json, os, shutil, subprocess, sys, time
-import importlib.metadata as metadata
-import torch
-import torch.distributed as dist
-
-def timed(action, repeats):
-    action()
-    started = time.perf_counter()
-    for _ in range(repeats):
-        action()
-    return (time.perf_counter() - started) / repeats
-
-def version(name):
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-figures = {"python": "%d.%d.%d" % sys.version_info[:3], "torch": torch.__version__, "mpi": version("impi-rt")}
-size = 1024
-a, b = torch.rand(size, size), torch.rand(size, size)
-figures["gflops"] = round(2 * size ** 3 / timed(lambda: torch.mm(a, b), 8) / 1e9, 2)
-block = torch.empty(32 * 1024 * 1024, dtype=torch.uint8)
-copy = torch.empty_like(block)
-figures["memory_gbps"] = round(2 * block.numel() / timed(lambda: copy.copy_(block), 8) / 1e9, 2)
-usage = shutil.disk_usage(os.environ["HEALTH_DISK_PATH"])
-figures["disk_free_gb"] = round(usage.free / 1e9, 2)
-with open("/proc/meminfo") as meminfo:
-    fields = dict(line.split(":", 1) for line in meminfo)
-figures["memory_free_gb"] = round(int(fields["MemAvailable"].split()[0]) * 1024 / 1e9, 2)
-iface = os.environ.get("GLOO_SOCKET_IFNAME", "")
-try:
-    with open(f"/sys/class/net/{iface}/mtu") as mtu:
-        figures["mtu"] = int(mtu.read())
-except OSError:
-    figures["mtu"] = None
-renders = sorted(name for name in os.listdir("/dev/dri") if name.startswith("renderD")) if os.path.isdir("/dev/dri") else []
-figures["render_nodes"] = len(renders)
-figures["render_access"] = all(os.access(f"/dev/dri/{name}", os.R_OK | os.W_OK) for name in renders)
-figures["gpus"] = torch.xpu.device_count() if hasattr(torch, "xpu") and torch.xpu.is_available() else 0
-
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=int(os.environ.get("HEALTH_TIMEOUT", "60"))))
-rank, world = dist.get_rank(), dist.get_world_size()
-dist.barrier()
-figures["clock"] = time.time()
-reduced = {}
-for elements in (256, 262144, 4194304):
-    tensor = torch.ones(elements)
-    seconds = timed(lambda: dist.all_reduce(tensor), 3)
-    reduced[str(elements * 4)] = {"seconds": round(seconds, 6), "busbw_gbps": round(2 * (world - 1) / world * elements * 4 * 8 / seconds / 1e9, 3)}
-figures["allreduce"] = reduced
-if world > 1:
-    payload = torch.ones(4 * 1024 * 1024)
-    inbox = torch.empty_like(payload)
-    def ring():
-        sent = dist.isend(payload, (rank + 1) % world)
-        dist.recv(inbox, (rank - 1) % world)
-        sent.wait()
-    figures["link_gbps"] = round(payload.numel() * 4 * 8 / timed(ring, 3) / 1e9, 3)
-    figures["link_to"] = (rank + 1) % world
-figures["rank"] = rank
-dist.barrier()
-print(json.dumps(figures), flush=True)
-'''
 
 
 @dataclass(frozen=True)
@@ -114,6 +50,22 @@ class Finding:
     node: str
     measure: str
     text: str
+
+
+def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[Finding]]:
+    """Each node's figures from its probe's task result (the last JSON line of the worker's output, or of stdout in
+    host mode), and a finding for each node whose probe failed or printed none."""
+    figures: dict[str, dict[str, Any]] = {}
+    failures: list[Finding] = []
+    for node, result in results.items():
+        output = str((result.get("container") or {}).get("Output") or result.get("stdout") or "")
+        lines = [line for line in output.splitlines() if line.startswith("{")]
+        if result.get("failed") or not result.get("finished", True) or not lines:
+            reason = result.get("msg") or result.get("stderr") or output[-300:] or "no output"
+            failures.append(Finding(node, "probe", f"{node}: the health probe failed: {' '.join(str(reason).split())[:300]}"))
+            continue
+        figures[node] = json.loads(lines[-1])
+    return figures, failures
 
 
 def fleet_median(figures: Mapping[str, Mapping[str, Any]], measure: str) -> float | None:

@@ -1,0 +1,93 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done by the action plugin plugins/action/health_verdict.py (on the controller, no module run);
+# this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: health_verdict
+short_description: Judge the health probe's figures of every node and write health.json
+version_added: 0.1.0
+description:
+  - Reads each node's result of the health probe (C(roles/health/files/health_probe.py), run on every node at once
+    as one rank of a gloo job) and judges the figures (C(module_utils/health.py)). A node is named when its compute
+    (GFLOP/s), memory bandwidth or link (its send to the next node of a ring) is below O(fraction) of the fleet's
+    median, when a figure is below its floor in O(floors) (also C(disk_free_gb) and C(memory_free_gb), default 1 GB
+    each), when its Python, torch, Intel MPI version or MTU differs from the other nodes', when its clock is more
+    than O(clock_skew) seconds off the fleet's, or when its probe failed.
+  - Writes O(path) (every figure, the findings, the settings) and returns a table of the figures.
+  - Runs on the controller, in Ansible's own process, whatever host the task is for.
+author:
+  - multinode.training team (@multinode-training)
+attributes:
+  check_mode:
+    support: full
+    description: Judges, writes nothing.
+  diff_mode:
+    support: none
+    description: Not supported.
+options:
+  results:
+    description: Each node's registered result of the probe (an async_status result), by node, in rank order.
+    type: dict
+    required: true
+  interfaces:
+    description: Each node's cluster interface, named with its link.
+    type: dict
+    default: {}
+  path:
+    description: The health.json to write on the controller.
+    type: path
+    required: true
+  fraction:
+    description: A node below this fraction of the fleet's median compute, memory bandwidth or link is named.
+    type: float
+    default: 0.6
+  floors:
+    description: Absolute floors by figure (C(gflops), C(memory_gbps), C(link_gbps), C(disk_free_gb), C(memory_free_gb)).
+    type: dict
+    default: {}
+  clock_skew:
+    description: Seconds a node's clock may be off the fleet's median at the probe's barrier.
+    type: float
+    default: 2.0
+"""
+
+EXAMPLES = r"""
+- name: Judge the figures
+  multinode.training.health_verdict:
+    results: "{{ dict(cluster.hosts | zip(cluster.hosts | map('extract', hostvars, 'health_probe_run'))) }}"
+    path: runs/health-20261127-101500/health.json
+  run_once: true
+  register: health_verdict
+"""
+
+RETURN = r"""
+path:
+  description: The health.json written.
+  returned: always
+  type: str
+status:
+  description: V(passed) or V(failed).
+  returned: always
+  type: str
+findings:
+  description: What failed the gate, one sentence each, naming the node (and for a link its interface and peer).
+  returned: always
+  type: list
+  elements: str
+  sample: ["node3: compute (a float32 matrix multiply) 4.1 GFLOP/s, 71% below the fleet's median 14.2 GFLOP/s"]
+figures:
+  description: Every node's figures.
+  returned: always
+  type: dict
+table:
+  description: The figures as lines of a table, one node a line.
+  returned: always
+  type: list
+  elements: str
+"""
