@@ -56,7 +56,12 @@ class ActionModule(ActionBase):
         if not self._task.check_mode:
             write_json(path, report)
         result.update(
-            changed=False, path=str(path), status=report["status"], findings=findings, figures=figures,
-            table=health.table(figures), warnings=[f"health: {text}" for text in findings],
+            changed=False,
+            path=str(path),
+            status=report["status"],
+            findings=findings,
+            figures=figures,
+            table=health.table(figures),
+            warnings=[f"health: {text}" for text in findings],
         )
         return result

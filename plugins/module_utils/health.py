@@ -19,6 +19,7 @@ user's absolute floors, and requires the versions to agree; pure Python, unit-te
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,6 @@ DEFAULT_CLOCK_SKEW_S = 2.0
 DEFAULT_FLOORS = {"disk_free_gb": 1.0, "memory_free_gb": 1.0}
 
 
-
 @dataclass(frozen=True)
 class Finding:
     """One node's figure that failed the gate, in words."""
@@ -62,15 +62,20 @@ def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, d
         lines = [line for line in output.splitlines() if line.startswith("{")]
         if result.get("failed") or not result.get("finished", True) or not lines:
             reason = result.get("msg") or result.get("stderr") or output[-300:] or "no output"
-            failures.append(Finding(node, "probe", f"{node}: the health probe failed: {' '.join(str(reason).split())[:300]}"))
+            failures.append(
+                Finding(node, "probe", f"{node}: the health probe failed: {' '.join(str(reason).split())[:300]}")
+            )
             continue
-        figures[node] = json.loads(lines[-1])
+        try:
+            figures[node] = json.loads(lines[-1])
+        except json.JSONDecodeError:
+            failures.append(Finding(node, "probe", f"{node}: the health probe printed no figures: {lines[-1][:300]}"))
     return figures, failures
 
 
 def fleet_median(figures: Mapping[str, Mapping[str, Any]], measure: str) -> float | None:
     """The median of ``measure`` over the nodes that report it as a number."""
-    values = [float(node[measure]) for node in figures.values() if isinstance(node.get(measure), (int, float))]
+    values = [float(node[measure]) for node in figures.values() if _number(node.get(measure))]
     return statistics.median(values) if values else None
 
 
@@ -84,14 +89,15 @@ def judge(
     nodes_by_rank: Sequence[str] = (),
 ) -> list[Finding]:
     """Every failed check of every node (node order kept): below ``fraction`` of the fleet's median, below a floor,
-    a version that differs from the first node's, a clock more than ``clock_skew_s`` from the first node's."""
+    a version that differs from the other nodes' (on a tie, from the first node's), a clock more than
+    ``clock_skew_s`` from the fleet's."""
     floors = {**DEFAULT_FLOORS, **(floors or {})}
     findings: list[Finding] = []
     for measure, (unit, what) in RATED.items():
         median = fleet_median(figures, measure)
         for node, values in figures.items():
             value = values.get(measure)
-            if not isinstance(value, (int, float)) or median is None:
+            if not _number(value) or median is None:
                 continue
             where = _where(node, measure, values, interfaces or {}, nodes_by_rank)
             if len(figures) > 1 and value < fraction * median:
@@ -104,18 +110,28 @@ def judge(
                     )
                 )
             elif measure in floors and value < floors[measure]:
-                findings.append(Finding(node, measure, f"{where}: {what} {value:g} {unit}, below the floor {floors[measure]:g}"))
+                findings.append(
+                    Finding(
+                        node, measure, f"{where}: {what} {value:g} {unit}, below the floor {floors[measure]:g} {unit}"
+                    )
+                )
     for measure, (unit, what) in FLOORED.items():
         for node, values in figures.items():
             value = values.get(measure)
-            if isinstance(value, (int, float)) and measure in floors and value < floors[measure]:
-                findings.append(Finding(node, measure, f"{node}: {what} {value:g} {unit}, below the floor {floors[measure]:g} {unit}"))
+            if _number(value) and measure in floors and value < floors[measure]:
+                findings.append(
+                    Finding(
+                        node, measure, f"{node}: {what} {value:g} {unit}, below the floor {floors[measure]:g} {unit}"
+                    )
+                )
     findings += _disagreements(figures)
     findings += _clock_skew(figures, clock_skew_s)
     return findings
 
 
-def _where(node: str, measure: str, values: Mapping[str, Any], interfaces: Mapping[str, str], nodes_by_rank: Sequence[str]) -> str:
+def _where(
+    node: str, measure: str, values: Mapping[str, Any], interfaces: Mapping[str, str], nodes_by_rank: Sequence[str]
+) -> str:
     """The node, and for a link its interface and the node it sent to."""
     if measure != "link_gbps":
         return node
@@ -132,24 +148,39 @@ def _disagreements(figures: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
         values = [str(node.get(measure)) for node in figures.values()]
         if len(set(values)) <= 1:
             continue
-        common = max(set(values), key=values.count)
+        # The most common value; on a tie the first node's (the launcher's), so the odd node named is always the same.
+        common = max(values, key=lambda value: (values.count(value), value == values[0]))
         for node, node_values in figures.items():
             if str(node_values.get(measure)) != common:
-                findings.append(Finding(node, measure, f"{node}: {measure} {node_values.get(measure)}, the other nodes have {common}"))
+                findings.append(
+                    Finding(
+                        node, measure, f"{node}: {measure} {node_values.get(measure)}, the other nodes have {common}"
+                    )
+                )
     return findings
 
 
 def _clock_skew(figures: Mapping[str, Mapping[str, Any]], clock_skew_s: float) -> list[Finding]:
-    """A clock more than ``clock_skew_s`` from the median node's at the same barrier."""
-    median = fleet_median(figures, "clock")
-    if median is None:
+    """A clock more than ``clock_skew_s`` from the fleet's at the same barrier: from the lower median node's clock
+    (a real node's; with two nodes the earlier one), so an odd clock is named on its own node."""
+    clocks = {node: values["clock"] for node, values in figures.items() if _number(values.get("clock"))}
+    if not clocks:
         return []
+    reference = statistics.median_low(clocks.values())
     findings = []
-    for node, values in figures.items():
-        clock = values.get("clock")
-        if isinstance(clock, (int, float)) and abs(clock - median) > clock_skew_s:
-            findings.append(Finding(node, "clock", f"{node}: clock {clock - median:+.1f} s off the fleet's (gate {clock_skew_s:g} s)"))
+    for node, clock in clocks.items():
+        if abs(clock - reference) > clock_skew_s:
+            findings.append(
+                Finding(
+                    node, "clock", f"{node}: clock {clock - reference:+.1f} s off the fleet's (gate {clock_skew_s:g} s)"
+                )
+            )
     return findings
+
+
+def _number(value: Any) -> bool:
+    """A figure to compare: a finite int or float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def table(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
