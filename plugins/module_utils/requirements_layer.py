@@ -85,7 +85,9 @@ def layer_key(requirements_text: str, environment: str) -> str:
 
 def environment_constraints(packages: Mapping[str, str]) -> list[str]:
     """``name==version`` lines that hold every package of the training environment at its installed version."""
-    return [f"{name}=={version}" for name, version in sorted(packages.items(), key=lambda item: canonical_name(item[0]))]
+    return [
+        f"{name}=={version}" for name, version in sorted(packages.items(), key=lambda item: canonical_name(item[0]))
+    ]
 
 
 def plan_layer(report: Mapping[str, Any], environment_packages: Mapping[str, str]) -> LayerPlan:
@@ -123,41 +125,33 @@ def resolve_argv(
 ) -> list[str]:
     """pip's resolution of ``requirements`` for ``node`` that installs nothing and reports what it would install
     (``--report -`` on stdout); ``constraints`` (a file) holds the environment's packages at their versions."""
-    return [
-        python,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--dry-run",
-        "--ignore-installed",
-        "--target",
-        scratch,
-        *wheelhouse.node_target_args(node),
-        "--report",
-        "-",
-        "--requirement",
-        requirements,
-        *(["--constraint", constraints] if constraints else []),
-    ]
+    constraint = ["--constraint", constraints] if constraints else []
+    return _pip_install(
+        python, node, scratch, "--dry-run", ["--report", "-", "--requirement", requirements, *constraint]
+    )
 
 
 def install_argv(python: str, node: Mapping[str, Any], target: str, pins: Sequence[str]) -> list[str]:
     """pip's installation of exactly ``pins`` (no dependencies: the plan has them all) into ``target``."""
     if not pins:
         raise LayerError("nothing to install")
+    return _pip_install(python, node, target, "--no-deps", pins)
+
+
+def _pip_install(python: str, node: Mapping[str, Any], target: str, mode: str, words: Sequence[str]) -> list[str]:
+    """``pip install`` into ``target`` (nothing installed counts), wheels for ``node``, then ``words``."""
     return [
         python,
         "-m",
         "pip",
         "install",
         "--quiet",
-        "--no-deps",
+        mode,
         "--ignore-installed",
         "--target",
         target,
         *wheelhouse.node_target_args(node),
-        *pins,
+        *words,
     ]
 
 
