@@ -131,7 +131,7 @@ options:
   python_path:
     description:
       - Directories put first on every rank's C(PYTHONPATH) (their C(bin) first on C(PATH)), before the training
-        environment's own packages: the workload's requirements layer (multinode.training.requirements_layer).
+        environment's own packages (the workload's requirements layer, see multinode.training.requirements_layer).
     type: list
     elements: path
     default: []
