@@ -14,6 +14,7 @@ GENERATED = [
     "benchmarks/results/iteration_bench.md",
     "benchmarks/results/api_overhead.md",
     "benchmarks/results/restart_bench.md",
+    "benchmarks/results/requirements_bench.md",
 ]
 
 
