@@ -3,14 +3,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The cluster's health gate: what every node measures, and the verdict on the figures.
 
-Every node runs ``roles/health/files/health_probe.py`` in its training environment (the worker container, or host mode's environment) at
-the same time, as one rank of a small gloo job over the cluster interface (``RANK``, ``WORLD_SIZE``,
-``MASTER_ADDR``, ``MASTER_PORT``, ``GLOO_SOCKET_IFNAME`` set by the caller). It measures the node (a matrix
-multiply in GFLOP/s, memory bandwidth, free disk where jobs and checkpoints go, free memory, the MTU of the cluster
-interface, the Python, torch and MPI versions, Intel GPUs and render-node access, its clock at a barrier) and the
-network: an all-reduce of a few sizes across all nodes, and one send along a ring (rank i to i+1) that times each
-node's link, so one slow node or link stands out without measuring every pair (a ring is n transfers at once, at
-any scale). It prints one JSON object.
+Every node runs ``roles/health/files/health_probe.py`` in its training environment (the worker container, or host
+mode's environment) at the same time, as one rank of a small gloo job over the cluster interface (``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, ``GLOO_SOCKET_IFNAME`` set by the caller). It measures the node (a
+matrix multiply in GFLOP/s, memory bandwidth, free disk where jobs and checkpoints go, free memory, the MTU of the
+cluster interface, the Python, torch and MPI versions, Intel GPUs and render-node access, its clock at a barrier)
+and the network: an all-reduce of a few sizes across all nodes, and one send along a ring (rank i to i+1) that times
+each node's link, so one slow node or link stands out without measuring every pair (a ring is n transfers in three
+rounds at any scale, a node sending or receiving in each, never both). Compute and memory are measured on every
+node at once, except that nodes sharing one kernel (containers on one server) take turns, so that none measures
+its neighbours' load. It prints one JSON object.
 
 ``judge`` compares each figure with the fleet's median (a node below ``fraction`` of it is named) and with the
 user's absolute floors, and requires the versions to agree; pure Python, unit-tested on recorded figures.
@@ -61,16 +63,21 @@ def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, d
         output = str((result.get("container") or {}).get("Output") or result.get("stdout") or "")
         lines = [line for line in output.splitlines() if line.startswith("{")]
         if result.get("failed") or not result.get("finished", True) or not lines:
-            reason = result.get("msg") or result.get("stderr") or output[-300:] or "no output"
-            failures.append(
-                Finding(node, "probe", f"{node}: the health probe failed: {' '.join(str(reason).split())[:300]}")
-            )
+            reason = " ".join(str(result.get("msg") or result.get("stderr") or output[-300:] or "no output").split())
+            failures.append(Finding(node, "probe", f"{node}: the health probe failed: {reason[:300]}{_hint(reason)}"))
             continue
         try:
             figures[node] = json.loads(lines[-1])
         except json.JSONDecodeError:
             failures.append(Finding(node, "probe", f"{node}: the health probe printed no figures: {lines[-1][:300]}"))
     return figures, failures
+
+
+def _hint(reason: str) -> str:
+    """What to do about a probe that could not start: community.docker's words for an engine it cannot reach."""
+    if "Error connecting" in reason or "docker.sock" in reason:
+        return " (no Docker engine answers on the node: provision it first, playbooks/provision.yml)"
+    return ""
 
 
 def fleet_median(figures: Mapping[str, Mapping[str, Any]], measure: str) -> float | None:

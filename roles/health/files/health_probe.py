@@ -5,6 +5,11 @@ of GLOO_SOCKET_IFNAME, the Python, torch and Intel MPI versions, Intel GPUs and 
 barrier) and the network (an all-reduce of 1 KB, 1 MB and 16 MB; a 64 MB send to the next rank of a ring, which
 times this node's link), and prints one JSON object. RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT come from the
 caller (env://).
+
+Nodes measure their compute and memory at the same time, so the check takes as long for a thousand nodes as for
+three; but nodes that share one kernel (containers on one server, a simulated cluster: the same boot id) take turns,
+so that none measures the others' load instead of itself. A ring's sends go in rounds in which a node either sends
+or receives, never both, so a slow sender cannot slow its neighbour's send through the acknowledgements it owes it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 MATRIX_SIZE = 1024
-COPY_BYTES = 256 * 1024 * 1024
+COPY_BYTES = 64 * 1024 * 1024
 ALLREDUCE_ELEMENTS = (256, 262144, 4194304)
 RING_ELEMENTS = 16 * 1024 * 1024
 
@@ -46,11 +51,40 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def node_figures() -> dict[str, Any]:
-    """What this node is: compute, memory, disk, interface, versions, devices."""
+def boot_id() -> str:
+    """This kernel's boot id: the same on every node that shares the kernel (containers on one server)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            return boot.read().strip()
+    except OSError:
+        return str(dist.get_rank())
+
+
+def my_turn(world: int) -> tuple[int, int]:
+    """This rank's turn among the ranks on the same kernel, and how many turns the largest such group takes."""
+    kernels: list[Any] = [None] * world
+    dist.all_gather_object(kernels, boot_id())
+    mine = kernels[dist.get_rank()]
+    return kernels[: dist.get_rank()].count(mine), max(kernels.count(kernel) for kernel in kernels)
+
+
+def compute_figures(world: int) -> tuple[float, float]:
+    """GFLOP/s of a float32 matrix multiply and GB/s of a large copy, measured in this rank's turn."""
     left, right = torch.rand(MATRIX_SIZE, MATRIX_SIZE), torch.rand(MATRIX_SIZE, MATRIX_SIZE)
-    source = torch.empty(COPY_BYTES, dtype=torch.uint8)
+    source = torch.ones(COPY_BYTES, dtype=torch.uint8)
     target = torch.empty_like(source)
+    turn, turns = my_turn(world)
+    for current in range(turns):
+        dist.barrier()
+        if current == turn:
+            gflops = 2 * MATRIX_SIZE**3 / seconds_per_call(lambda: torch.mm(left, right), 20) / 1e9
+            memory_gbps = 2 * COPY_BYTES / seconds_per_call(lambda: target.copy_(source), 20) / 1e9
+    return round(gflops, 2), round(memory_gbps, 2)
+
+
+def node_figures(world: int) -> dict[str, Any]:
+    """What this node is: compute, memory, disk, interface, versions, devices."""
+    gflops, memory_gbps = compute_figures(world)
     with open("/proc/meminfo", encoding="ascii") as meminfo:
         memory = dict(line.split(":", 1) for line in meminfo)
     renders = (
@@ -62,8 +96,8 @@ def node_figures() -> dict[str, Any]:
         "python": "%d.%d.%d" % sys.version_info[:3],
         "torch": torch.__version__,
         "mpi": package_version("impi-rt"),
-        "gflops": round(2 * MATRIX_SIZE**3 / seconds_per_call(lambda: torch.mm(left, right), 10) / 1e9, 2),
-        "memory_gbps": round(2 * COPY_BYTES / seconds_per_call(lambda: target.copy_(source), 5) / 1e9, 2),
+        "gflops": gflops,
+        "memory_gbps": memory_gbps,
         "disk_free_gb": round(shutil.disk_usage(os.environ["HEALTH_DISK_PATH"]).free / 1e9, 2),
         "memory_free_gb": round(int(memory["MemAvailable"].split()[0]) * 1024 / 1e9, 2),
         "mtu": interface_mtu(os.environ.get("GLOO_SOCKET_IFNAME", "")),
@@ -94,33 +128,41 @@ def network_figures(rank: int, world: int) -> dict[str, Any]:
             "busbw_gbps": round(bus_bits / seconds / 1e9, 3),
         }
     if world > 1:
-        payload, inbox = torch.ones(RING_ELEMENTS), torch.empty(RING_ELEMENTS)
-
-        def send_along_ring() -> float:
-            """Seconds until this node's send to the next one completed (its receive goes on beside it)."""
-            started = time.perf_counter()
-            received = dist.irecv(inbox, (rank - 1) % world)
-            dist.isend(payload, (rank + 1) % world).wait()
-            sent_after = time.perf_counter() - started
-            received.wait()
-            dist.barrier()
-            return sent_after
-
-        send_along_ring()
-        best = min(send_along_ring() for repeat in range(5))  # noqa: B007
-        figures["link_gbps"] = round(RING_ELEMENTS * 4 * 8 / best / 1e9, 3)
+        figures["link_gbps"] = round(RING_ELEMENTS * 4 * 8 / ring_send_seconds(rank, world) / 1e9, 3)
         figures["link_to"] = (rank + 1) % world
     return figures
+
+
+def ring_round(rank: int, world: int) -> int:
+    """The round in which ``rank`` sends to the next rank: odd and even ranks take turns, and with an odd world the
+    last rank (whose next is rank 0, also even) sends alone in a third round."""
+    if world % 2 and rank == world - 1:
+        return 2
+    return rank % 2
+
+
+def ring_send_seconds(rank: int, world: int) -> float:
+    """The best of 5 timings of this rank's 64 MB send to the next rank, each in its round of the ring."""
+    payload, inbox = torch.ones(RING_ELEMENTS), torch.empty(RING_ELEMENTS)
+    sender, receiver = ring_round(rank, world), ring_round((rank - 1) % world, world)
+    timings = []
+    for repeat in range(6):
+        for current in range(3 if world % 2 else 2):
+            dist.barrier()
+            if current == sender:
+                started = time.perf_counter()
+                dist.send(payload, (rank + 1) % world)
+                timings.append(time.perf_counter() - started)
+            elif current == receiver:
+                dist.recv(inbox, (rank - 1) % world)
+    return min(timings[1:])  # the first was the connection's first use
 
 
 def main() -> None:
     timeout = datetime.timedelta(seconds=int(os.environ.get("HEALTH_TIMEOUT", "60")))
     dist.init_process_group("gloo", timeout=timeout)
     rank, world = dist.get_rank(), dist.get_world_size()
-    # Every node measures at the same time: nodes that share hardware (VMs, a simulated cluster) all see the same
-    # contention, and the check takes as long for a thousand nodes as for one.
-    dist.barrier()
-    figures = node_figures()
+    figures = node_figures(world)
     figures.update(network_figures(rank, world), rank=rank)
     dist.barrier()
     print(json.dumps(figures), flush=True)
