@@ -12,6 +12,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events
 from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, write_json
+from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower, append_record, show
@@ -31,6 +32,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "liveness_every": {"type": "int", "default": 10},
     "until": {"type": "str", "default": "launcher_exit", "choices": ["launcher_exit", "ranks_succeeded"]},
     "stall_timeout": {"type": "int", "default": 0},
+    "straggler_margin": {"type": "float", "default": 0.0},
+    "straggler_after": {"type": "int", "default": 30},
 }
 
 
@@ -48,6 +51,7 @@ class ActionModule(ActionBase):
         follower = Follower(
             run_dir=run_dir, world_size=args["world_size"], heartbeat_seconds=args["heartbeat"],
             watchdog=Watchdog(timeout=args["stall_timeout"]),
+            straggler_watch=StragglerWatch(margin=args["straggler_margin"], after=args["straggler_after"]),
         )
         cancel_file = Path(args["cancel_file"] or run_dir / CANCEL_FILE)
         ended_by, cancelled, offsets, stall = self._follow(args, follower, cancel_file, task_vars or {})
@@ -56,6 +60,7 @@ class ActionModule(ActionBase):
             ended_by=ended_by,
             cancelled=cancelled,
             stalled=stall.describe() if stall else None,
+            stragglers=[straggler.describe() for straggler in follower.straggler_watch.named.values()],
             launcher_exit_code=follower.launcher_exit_code,
             ranks_started=len(follower.started),
             offsets=offsets,

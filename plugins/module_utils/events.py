@@ -22,6 +22,7 @@ CANCEL = "cancel"  # a stop was asked for (<job_dir>/stop appeared): the job is 
 
 # Written by the controller (job_wait, run_summary) to the run's progress.jsonl, never to the node's logs.
 STALL = "stall"  # the watchdog found no rank making progress: {"ranks", "seconds"}
+STRAGGLER = "straggler"  # a rank the others kept waiting for: {"rank", "node", "slower_by", "busy", "median_busy"}
 RESTART = "restart"  # the job is relaunched from its newest checkpoint: {"attempt", "cause_kind"}
 
 # The file whose appearance in the job directory on the launcher node stops the job (job_status stop=true). Empty, the
@@ -39,7 +40,9 @@ RANK_LINE_PREFIX = "[rank {rank} {node}] "
 RANK_STARTED = "-- multinode: rank started"
 RANK_ENDED = "-- multinode: rank ended"
 # Every BEAT_SECONDS while the rank runs, the rank wrapper's watcher adds RANK_BEAT, the rank process's state letter
-# (R, S, D, T, ...) and the CPU seconds the rank and every process under it used so far: the stall watchdog's input.
+# (R, S, D, T, ...) and the CPU seconds the rank and every process under it used so far (the stall watchdog's
+# input), then from the second beat on the percent of the time since the last beat its training loop was busy
+# (running or waiting for a CPU: the straggler watch's input).
 RANK_BEAT = "-- multinode: rank beat"
 BEAT_SECONDS = 5
 # The watcher's dump of a rank's Python stacks (py-spy) when it made no progress for a while, in the job's logs/.

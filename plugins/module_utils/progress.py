@@ -39,8 +39,9 @@ _LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+
 _RATE_TEXT = re.compile(r"(\d+(?:\.\d*)?)\s*(?:samples|images|img|it)\s*/\s*s(?:ec)?\b", re.IGNORECASE)
 # The rank wrapper's last line: events.RANK_ENDED and the rank's exit code.
 _RANK_ENDED = re.compile(re.escape(events.RANK_ENDED) + r" (-?\d+)")
-# The rank wrapper's beat: events.RANK_BEAT, the rank's process state and the CPU seconds it used so far.
-_RANK_BEAT = re.compile(re.escape(events.RANK_BEAT) + r" (\S+) (\d+(?:\.\d+)?)")
+# The rank wrapper's beat: events.RANK_BEAT, the rank's process state, the CPU seconds it used so far and, from
+# the second beat on, the percent of the time since the last one its training loop was busy.
+_RANK_BEAT = re.compile(re.escape(events.RANK_BEAT) + r" (\S+) (\d+(?:\.\d+)?)(?: (\d+))?")
 # Log files the job_status module leaves out: each rank's own log repeats its lines without the prefix.
 _RANK_LOG = re.compile(r"rank-\d+\.log")
 LAUNCHER_LOG = "launcher.log"
@@ -189,7 +190,11 @@ def _rank_records(line: str) -> list[dict[str, Any]]:
         return [{"kind": "ended", "rank": rank, "node": node, "code": int(ended.group(1))}]
     beat = _RANK_BEAT.fullmatch(text)
     if beat is not None:
-        return [{"kind": "beat", "rank": rank, "node": node, "state": beat.group(1), "cpu_seconds": float(beat.group(2))}]
+        busy = None if beat.group(3) is None else int(beat.group(3))
+        return [
+            {"kind": "beat", "rank": rank, "node": node, "state": beat.group(1), "cpu_seconds": float(beat.group(2)),
+             "busy_percent": busy}
+        ]
     output = {"kind": "output", "rank": rank, "node": node, "text": text}
     epoch = epoch_of(text)
     return [output] if epoch is None else [output, {"kind": "epoch", "rank": rank, "node": node, **epoch}]

@@ -277,12 +277,18 @@ def _watcher(stack_dump_after: int) -> list[str]:
     Progress is output (the rank's log grew) or CPU time (the rank and its descendants, from /proc: data loader
     workers count); a stopped rank (state T) makes none. Every command it starts keeps away from the launcher's
     stream but its own beats, so it never holds the rank's output open after the rank ended.
+
+    A beat also carries how busy the rank was since the last one: the share of the time the main thread of the
+    busiest process under it (the one with the most CPU time: the training loop) was running or waiting for a CPU
+    (``/proc/<pid>/schedstat``), in percent. A rank the others wait for in every step is busy all the time; those
+    waiting for it are not: the straggler watch's input (stragglers.py).
     """
     lines = [
         "# Every few seconds the rank's state and CPU seconds (it and every process under it) on the launcher's stream:",
         "# the stall watchdog's input. Without progress (output or CPU) for a while, its Python stacks go to logs/.",
         "watch_rank() {",
         "  local tick file stat pid up fields state total busy idle=0 dumped=false last_total=-1 last_size=-1 size",
+        "  local top top_ticks ran waited now busy_pct last_top= last_sched=0 last_now=0",
         "  local -A parent ticks",
         "  tick=$(getconf CLK_TCK 2>/dev/null) || tick=100",
         f"  busy=$((tick * {int(BUSY_CPU_SECONDS * 100)} / 100))",
@@ -294,14 +300,24 @@ def _watcher(stack_dump_after: int) -> list[str]:
         '      parent[$pid]=${fields[1]} ticks[$pid]=$((fields[11] + fields[12]))',
         '      [ "$pid" != "$child" ] || state=${fields[0]}',
         "    done",
-        "    total=0",
+        "    total=0 top=$child top_ticks=-1",
         '    for pid in "${!ticks[@]}"; do',
         '      up=$pid',
         '      while [ "$up" -gt 1 ] && [ "$up" != "$child" ]; do up=${parent[$up]:-0}; done',
-        '      [ "$up" != "$child" ] || total=$((total + ticks[$pid]))',
+        '      [ "$up" = "$child" ] || continue',
+        "      total=$((total + ticks[$pid]))",
+        '      [ "${ticks[$pid]}" -le "$top_ticks" ] || top=$pid top_ticks=${ticks[$pid]}',
         "    done",
-        "    printf '%s%s %s %d.%02d\\n' \"$prefix\" " + shlex.quote(events.RANK_BEAT)
-        + ' "$state" $((total / tick)) $((total % tick * 100 / tick))',
+        "    # Busy: the busiest process's main thread running or runnable (schedstat: ns on a CPU, ns waiting for one).",
+        '    read -r ran waited _ 2>/dev/null <"/proc/$top/schedstat" || ran=0 waited=0',
+        "    now=${EPOCHREALTIME:-$(date +%s.%6N)} now=${now//[.,]/} busy_pct=",
+        '    if [ "$top" = "$last_top" ] && [ "$now" -gt "$last_now" ]; then',
+        "      busy_pct=$(((ran + waited - last_sched) / 10 / (now - last_now)))",
+        "      busy_pct=$((busy_pct > 100 ? 100 : busy_pct < 0 ? 0 : busy_pct))",
+        "    fi",
+        "    last_top=$top last_sched=$((ran + waited)) last_now=$now",
+        "    printf '%s%s %s %d.%02d%s\\n' \"$prefix\" " + shlex.quote(events.RANK_BEAT)
+        + ' "$state" $((total / tick)) $((total % tick * 100 / tick)) "${busy_pct:+ $busy_pct}"',
         '    size=$(stat -c %s "$log" 2>/dev/null) || size=0',
         '    if [ "$state" != T ] && { [ "$size" != "$last_size" ] || [ $((total - last_total)) -ge "$busy" ]; }; then',
         "      idle=0 dumped=false",

@@ -33,6 +33,7 @@ from ansible_collections.multinode.training.plugins.module_utils import events a
 
 _DECODER = json.JSONDecoder()
 STALL_FILE = "stall.json"  # the watchdog's finding in the run directory (job_wait)
+STRAGGLERS_FILE = "stragglers.json"  # the ranks the straggler watch named, every attempt's (job_wait)
 COMMAND_NOT_FOUND = 127
 _DIAGNOSTIC_CHARS = 4000  # the tail of a log that explain_ssh_failure() reads
 
@@ -480,10 +481,20 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         job_name=params["job_name"] or None,
         resumed_from=params["resumed_from"] or None,
         outputs=collected_outputs(run_dir, params["node_names"]),
+        stragglers=read_stragglers(run_dir),
         scheduler=params.get("scheduler") or None,
     )
     _judge_scheduler(summary)
     return summary
+
+
+def read_stragglers(run_dir: Path) -> list[dict[str, Any]]:
+    """The ranks the straggler watch named in the run (its stragglers.json), in the order they were named."""
+    try:
+        found = json.loads((run_dir / STRAGGLERS_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [record for record in found if isinstance(record, dict)] if isinstance(found, list) else []
 
 
 def _judge_scheduler(summary: dict[str, Any]) -> None:
@@ -500,7 +511,7 @@ def _judge_scheduler(summary: dict[str, Any]) -> None:
         summary["status"] = "failed"
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: dict[str, Any] | list[Any]) -> None:
     """Write ``data`` to ``path`` whole (a temporary file renamed over it), readable by all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")

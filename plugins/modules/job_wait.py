@@ -89,6 +89,20 @@ options:
         then followed to its end.
     type: int
     default: 0
+  straggler_margin:
+    description:
+      - A rank busy this much more of the time than the other ranks' median (V(0.3) is 30% more), beat after beat
+        for O(straggler_after) seconds, is named as a straggler (V(0) never), live and in
+        O(run_dir)C(/stragglers.json) for the summary. Busy is the share of the time its training loop was running
+        or waiting for a CPU (the rank wrapper's beats). The rank the others wait for in every step is busy all the
+        time, they are not. It must be busy at least 40% of the time, and the others at least 5%.
+      - A straggler is only named, never stopped.
+    type: float
+    default: 0.0
+  straggler_after:
+    description: Seconds a rank must stay beyond O(straggler_margin) before it is named.
+    type: int
+    default: 30
   until:
     description:
       - V(launcher_exit) follows the job until the launch script logs its exit.
@@ -126,6 +140,12 @@ stalled:
   returned: success
   type: str
   sample: "rank 1 on node2 stalled: no progress for 60 s (stopped, state T)"
+stragglers:
+  description: The stragglers named (O(straggler_margin)) in words, the first named first.
+  returned: success
+  type: list
+  elements: str
+  sample: ["rank 2 on node3 is 45% slower than the median rank for 30 s (busy 97% of the time, the other ranks 67%: they wait for it)"]
 launcher_exit_code:
   description: The exit code the launch script logged, or null.
   returned: success

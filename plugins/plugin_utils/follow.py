@@ -20,8 +20,12 @@ from typing import Any, Mapping
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events, progress, prune
-# The stall the watchdog found in the current attempt (job_wait writes it, run_summary reads it).
-from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE
+# The stall the watchdog found in the current attempt and the stragglers named (job_wait writes them, run_summary
+# reads them).
+from ansible_collections.multinode.training.plugins.module_utils.run_report import (
+    STALL_FILE, STRAGGLERS_FILE, read_stragglers, write_json,
+)
+from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Watchdog
 
 display = Display()
@@ -34,7 +38,7 @@ LATEST = "latest"
 # Earlier attempts of a restarted job: attempts/<n>/ holds each one's collected nodes/, stall.json and summary.json.
 ATTEMPTS_DIR = "attempts"
 # What an earlier run of the same job id left that would mislead watch, train() or job_wait.
-STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE)
+STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE, STRAGGLERS_FILE)
 # What job_collect unpacked for an earlier run of the same id: the new run's collection must not merge into it.
 COLLECTED_DIR = "nodes"
 # At most this much of each collected log is read after following on the node stopped.
@@ -74,6 +78,7 @@ class Follower:
     world_size: int
     heartbeat_seconds: float = 30.0
     watchdog: Watchdog = field(default_factory=lambda: Watchdog(timeout=0))
+    straggler_watch: StragglerWatch = field(default_factory=lambda: StragglerWatch(margin=0))
     started: set[int] = field(default_factory=set)
     exit_codes: dict[int, int] = field(default_factory=dict)  # the ranks that ended so far
     launcher_exit_code: int | None = None
@@ -89,6 +94,8 @@ class Follower:
         self.watchdog.observe(records, now)
         self._append([record for record in records if record["kind"] != "beat"])
         shown = [line for line in map(self._line, records) if line]
+        named = self.straggler_watch.observe(records, now)
+        shown += [self._keep_straggler(straggler.as_record()) for straggler in named]
         if any(record["kind"] == "started" for record in records):
             shown.append(f"ranks started: {len(self.started)} of {self.world_size}")
         if any(record["kind"] == "ended" for record in records):
@@ -125,6 +132,13 @@ class Follower:
         elif kind == events.LAUNCHER_EXIT and isinstance(record.get("code"), int):
             self.launcher_exit_code = int(record["code"])
         return progress.describe(record)
+
+    def _keep_straggler(self, record: dict[str, Any]) -> str:
+        """Add a straggler to the run's records (progress.jsonl, live.log, stragglers.json); its line to show."""
+        append_record(self.run_dir, record)
+        named = read_stragglers(self.run_dir) + [{**record, "detected_at": round(time.time(), 3)}]
+        write_json(self.run_dir / STRAGGLERS_FILE, named)
+        return str(record["text"])
 
     def _heartbeat(self, now: float) -> str:
         running = f"{int(now - self.began)} s, {len(self.started)} of {self.world_size} ranks started"

@@ -21,6 +21,7 @@ from multinode_training.records import (
     Record,
     Restarted,
     Stalled,
+    Straggler,
 )
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Restarted",
     "Run",
     "Stalled",
+    "Straggler",
     "cancel",
     "find_collection",
     "plan",

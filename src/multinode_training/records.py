@@ -115,7 +115,21 @@ class Restarted:
     text: str
 
 
-Record = Union[PhaseChanged, Failure, PlanShown, RankStarted, RankEnded, Progress, JobEvent, Stalled, Restarted]
+@dataclass(frozen=True)
+class Straggler:
+    """Rank ``rank`` on ``node`` kept the others waiting: its steps took ``slower_by`` (0.45: 45%) longer than the
+    other ranks' median for ``seconds`` (launcher_straggler_margin). The job goes on; ``text`` says it in words."""
+
+    rank: int
+    node: str
+    slower_by: float
+    seconds: float
+    text: str
+
+
+Record = Union[
+    PhaseChanged, Failure, PlanShown, RankStarted, RankEnded, Progress, JobEvent, Stalled, Restarted, Straggler
+]
 
 
 @dataclass
@@ -218,6 +232,11 @@ class ProgressReader:
             )
         if kind == "stall":
             return Stalled(ranks=list(line.get("ranks") or []), seconds=float(line.get("seconds") or 0), text=str(line["text"]))
+        if kind == "straggler":
+            return Straggler(
+                rank=int(line["rank"]), node=str(line["node"]), slower_by=float(line.get("slower_by") or 0),
+                seconds=float(line.get("seconds") or 0), text=str(line["text"]),
+            )
         if kind == "restart":
             return Restarted(attempt=int(line["attempt"]), cause_kind=str(line.get("cause_kind")), text=str(line["text"]))
         details = {key: value for key, value in line.items() if key not in ("kind", "time", "text")}

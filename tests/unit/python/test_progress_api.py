@@ -23,6 +23,7 @@ from multinode_training.records import (
     RankStarted,
     Restarted,
     Stalled,
+    Straggler,
 )
 
 
@@ -162,6 +163,33 @@ def test_reader_turns_the_controller_s_stall_and_restart_records_into_typed_reco
         Restarted(attempt=1, cause_kind="stall", text="restart 1 of 3: ..."),
     ]
     assert "beat" not in (tmp_path / "live.log").read_text()
+
+
+def test_a_straggler_named_is_shown_kept_for_the_summary_and_read_as_a_typed_record(tmp_path: Path) -> None:
+    from ansible_collections.multinode.training.plugins.module_utils.run_report import read_stragglers
+    from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
+    from ansible_collections.multinode.training.plugins.plugin_utils.follow import PROGRESS_FILE, Follower
+
+    follower = Follower(
+        run_dir=tmp_path, world_size=3, shown_at=0.0, began=0.0, straggler_watch=StragglerWatch(margin=0.3, after=5)
+    )
+    beats = "".join(
+        f"[rank {rank} node{rank + 1}] -- multinode: rank beat R 10.00 {share}\n"
+        for rank, share in ((0, 30), (1, 32), (2, 96))
+    )
+    assert follower.feed({"node1.log": beats}, now=1.0) == []
+    shown = follower.feed({"node1.log": beats}, now=6.0)
+
+    text = (
+        "rank 2 on node3 is 210% slower than the median rank for 5 s "
+        "(busy 96% of the time, the other ranks 31%: they wait for it)"
+    )
+    assert shown == [text]
+    assert ProgressReader(tmp_path / PROGRESS_FILE)() == [
+        Straggler(rank=2, node="node3", slower_by=2.097, seconds=5.0, text=text)
+    ]
+    assert [record["text"] for record in read_stragglers(tmp_path)] == [text]
+    assert f"[job] {text}" in (tmp_path / "live.log").read_text()
 
 
 # run_dir_of

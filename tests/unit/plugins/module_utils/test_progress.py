@@ -379,8 +379,18 @@ def test_a_beat_line_becomes_a_beat_record_with_state_and_cpu_seconds() -> None:
 
     records = progress.progress_records({"node2.log": "[rank 1 node2] -- multinode: rank beat T 12.34\n"})
 
-    assert records == [{"kind": "beat", "rank": 1, "node": "node2", "state": "T", "cpu_seconds": 12.34}]
+    assert records == [
+        {"kind": "beat", "rank": 1, "node": "node2", "state": "T", "cpu_seconds": 12.34, "busy_percent": None}
+    ]
     assert isinstance(records[0]["cpu_seconds"], float)
+
+
+def test_a_beat_after_the_first_carries_how_busy_the_rank_was() -> None:
+    records = progress.progress_records({"node2.log": "[rank 1 node2] -- multinode: rank beat R 12.34 97\n"})
+
+    assert records == [
+        {"kind": "beat", "rank": 1, "node": "node2", "state": "R", "cpu_seconds": 12.34, "busy_percent": 97}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -396,7 +406,7 @@ def test_a_beat_line_becomes_a_beat_record_with_state_and_cpu_seconds() -> None:
 )
 def test_beats_of_every_state_and_relay(line: str, state: str, cpu_seconds: float) -> None:
     assert progress.progress_records({"node1.log": line + "\n"}) == [
-        {"kind": "beat", "rank": 0, "node": "node1", "state": state, "cpu_seconds": cpu_seconds}
+        {"kind": "beat", "rank": 0, "node": "node1", "state": state, "cpu_seconds": cpu_seconds, "busy_percent": None}
     ]
 
 

@@ -718,7 +718,7 @@ def test_placeholders_in_names_each_placeholder_in_order() -> None:
 
 # --- the watcher: beats on the launcher's stream, a stack dump of a rank without progress ---
 
-BEAT_LINE = re.compile(re.escape(RANK_BEAT) + r" (\S+) (\d+\.\d\d)")
+BEAT_LINE = re.compile(re.escape(RANK_BEAT) + r" (\S+) (\d+\.\d\d)(?: (\d+))?")
 
 
 def watched_wrapper(job: JobPaths, stack_dump_after: int) -> Path:
@@ -730,6 +730,12 @@ def watched_wrapper(job: JobPaths, stack_dump_after: int) -> Path:
 def beats_in(stream_text: str) -> list[tuple[str, float]]:
     """(state, CPU seconds) of every beat among the lines a rank's wrapper passed to the launcher."""
     return [(match.group(1), float(match.group(2))) for match in map(BEAT_LINE.fullmatch, stream_text.splitlines()) if match]
+
+
+def busy_shares(stream_text: str) -> list[int | None]:
+    """The busy percent of every beat (None on the first, which has nothing to compare with)."""
+    matches = [match for match in map(BEAT_LINE.fullmatch, stream_text.splitlines()) if match]
+    return [None if match.group(3) is None else int(match.group(3)) for match in matches]
 
 
 @pytest.mark.parametrize("stack_dump_after", [0, 30])
@@ -769,6 +775,10 @@ def test_a_busy_then_sleeping_rank_beats_its_cpu_and_gets_its_stacks_dumped(tmp_
     assert cpu[1] > cpu[0], beats  # still busy for a second after it
     assert cpu == sorted(cpu), beats
     assert cpu[-1] - cpu[-2] < 0.1, beats  # asleep: flat
+    busy = busy_shares(launcher_stream(result.stdout, RANK))
+    assert busy[0] is None, busy  # nothing to compare the first beat with
+    assert 10 <= busy[1] <= 40, busy  # about 1 s of the 5 s since the first beat
+    assert busy[-1] <= 5, busy  # asleep
     assert RANK_BEAT not in rank_log(job).read_text(), "the beats go to the launcher's stream only"
     dump = Path(job.job_dir) / "logs" / f"stack-rank-{RANK}.txt"
     assert dump.is_file()

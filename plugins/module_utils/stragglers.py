@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The straggler watch: a rank the others keep waiting for, named while the job trains.
+
+In data-parallel training every rank takes a step at the pace of the slowest one, so their step times and printed
+samples/s are all the same and say nothing about which rank is slow. What differs is how the time is spent: the
+slowest rank computes for the whole step, the others compute for their part and then wait in the collective for it.
+The rank wrapper's beats carry that share for every rank (``busy_percent``: the time its training loop was running
+or waiting for a CPU since the last beat, rank_contract.py). A rank busy ``(1 + margin)`` times the median rank's,
+beat after beat for ``after`` seconds, is a straggler: its steps take that much longer than the other ranks'
+median (``slower_by`` = its busy share over theirs, minus one). It must be busy at least ``MIN_BUSY_PERCENT`` (it is
+the rank the others wait for) while the others' median is busy at least ``MIN_MEDIAN_PERCENT`` (the others are
+training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). A symmetric slowdown
+(every node as slow) names nobody. Each rank is named once per job.
+
+Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ansible_collections.multinode.training.plugins.module_utils import events
+
+MIN_BUSY_PERCENT = 40
+MIN_MEDIAN_PERCENT = 5
+DEFAULT_MARGIN = 0.3
+DEFAULT_AFTER_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """Rank ``rank`` on ``node`` was ``slower_by`` (0.45: 45%) slower than the other ranks' median for ``seconds``."""
+
+    rank: int
+    node: str
+    slower_by: float
+    busy: int
+    median_busy: float
+    seconds: float
+
+    def describe(self) -> str:
+        """``rank 2 on node3 is 45% slower than the median rank for 30 s (busy 97% ...)``."""
+        return (
+            f"rank {self.rank} on {self.node} is {100 * self.slower_by:.0f}% slower than the median rank for "
+            f"{self.seconds:.0f} s (busy {self.busy}% of the time, the other ranks {self.median_busy:.0f}%: "
+            "they wait for it)"
+        )
+
+    def as_record(self) -> dict[str, Any]:
+        """The JSON form kept in progress.jsonl and in summary.json's ``stragglers``."""
+        return {
+            "kind": events.STRAGGLER,
+            "rank": self.rank,
+            "node": self.node,
+            "slower_by": round(self.slower_by, 3),
+            "busy": self.busy,
+            "median_busy": round(self.median_busy, 1),
+            "seconds": round(self.seconds, 1),
+            "text": self.describe(),
+        }
+
+
+@dataclass
+class StragglerWatch:
+    """Fed every progress record with the time it was read; ``margin`` 0 names nobody."""
+
+    margin: float = DEFAULT_MARGIN
+    after: float = DEFAULT_AFTER_SECONDS
+    busy: dict[int, tuple[str, int]] = field(default_factory=dict)  # rank -> (node, its last busy percent)
+    slow_since: dict[int, float] = field(default_factory=dict)
+    named: dict[int, Straggler] = field(default_factory=dict)
+
+    def observe(self, records: Iterable[Mapping[str, Any]], now: float) -> list[Straggler]:
+        """Take the records read at ``now``; the stragglers named for the first time."""
+        found = []
+        for record in records:
+            kind, rank = record.get("kind"), record.get("rank")
+            if not isinstance(rank, int):
+                continue
+            if kind == "ended":
+                self.busy.pop(rank, None)
+                self.slow_since.pop(rank, None)
+            elif kind == "beat" and isinstance(record.get("busy_percent"), int):
+                self.busy[rank] = (str(record.get("node")), int(record["busy_percent"]))
+                straggler = self._judge(rank, now)
+                if straggler is not None:
+                    self.named[rank] = straggler
+                    found.append(straggler)
+        return found
+
+    def _judge(self, rank: int, now: float) -> Straggler | None:
+        """The straggler ``rank`` became at ``now``, if its last beat made it one."""
+        if self.margin <= 0 or len(self.busy) < 2 or rank in self.named:
+            return None
+        node, busy = self.busy[rank]
+        median = statistics.median(percent for other, (_node, percent) in self.busy.items() if other != rank)
+        if busy < MIN_BUSY_PERCENT or median < MIN_MEDIAN_PERCENT or busy < (1 + self.margin) * median:
+            self.slow_since.pop(rank, None)
+            return None
+        since = self.slow_since.setdefault(rank, now)
+        if now - since < self.after:
+            return None
+        return Straggler(rank, node, busy / median - 1, busy, median, now - since)
