@@ -16,6 +16,10 @@ its neighbours' load. It prints one JSON object.
 
 ``judge`` compares each figure with the fleet's median (a node below ``fraction`` of it is named) and with the
 user's absolute floors, and requires the versions to agree; pure Python, unit-tested on recorded figures.
+
+The figures are cached on the controller (``cache_entry``, ``cached_figures``): a check of the same nodes, in the
+same training environment (image and runtime), with the same probe, is reused while every node's figures are
+younger than the caller's limit, and judged again with the current fraction and floors.
 """
 
 from __future__ import annotations
@@ -71,6 +75,31 @@ def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, d
         except json.JSONDecodeError:
             failures.append(Finding(node, "probe", f"{node}: the health probe printed no figures: {lines[-1][:300]}"))
     return figures, failures
+
+
+def cache_entry(key: str, figures: Mapping[str, Mapping[str, Any]], checked_at: float) -> dict[str, Any]:
+    """The cache file's content after a check: its key and every node's figures with the time they were taken."""
+    return {
+        "key": key,
+        "nodes": {node: {"checked_at": checked_at, "figures": dict(values)} for node, values in figures.items()},
+    }
+
+
+def cached_figures(
+    cache: Mapping[str, Any], key: str, hosts: Sequence[str], now: float, max_age: float
+) -> tuple[dict[str, dict[str, Any]], float] | None:
+    """Every host's cached figures and the oldest one's age in seconds, when the cache was made with ``key`` and no
+    host's figures are older than ``max_age`` (0 never reuses); else None."""
+    nodes = cache.get("nodes") if cache.get("key") == key else None
+    if max_age <= 0 or not isinstance(nodes, Mapping) or not hosts:
+        return None
+    entries = [nodes.get(host) for host in hosts]
+    if not all(isinstance(entry, Mapping) and _number(entry.get("checked_at")) for entry in entries):
+        return None
+    age = now - min(float(entry["checked_at"]) for entry in entries)
+    if not 0 <= age <= max_age:
+        return None
+    return {host: dict(entry["figures"]) for host, entry in zip(hosts, entries)}, age
 
 
 def _hint(reason: str) -> str:

@@ -20,6 +20,10 @@ description:
     each), when its Python, torch, Intel MPI version or MTU differs from the other nodes', when its clock is more
     than O(clock_skew) seconds off the fleet's, or when its probe failed.
   - Writes O(path) (every figure, the findings, the settings) and returns a table of the figures.
+  - With O(cache) and O(cache_key), a check that passed is cached there and one that failed removes the cache.
+    Without O(results), the task only looks for a cached check of O(hosts) made with O(cache_key) within
+    O(max_age) seconds; when there is one it is judged as above and returned with RV(reused=true), else nothing is
+    written and RV(reused) is false.
   - Runs on the controller, in Ansible's own process, whatever host the task is for.
 author:
   - multinode.training team (@multinode-training)
@@ -32,9 +36,26 @@ attributes:
     description: Not supported.
 options:
   results:
-    description: Each node's registered result of the probe (an async_status result), by node, in rank order.
+    description:
+      - Each node's registered result of the probe (an async_status result), by node, in rank order.
+      - Left out, the cached check is looked for instead (O(hosts), O(cache), O(cache_key), O(max_age)).
     type: dict
-    required: true
+  hosts:
+    description: The nodes a cached check must cover, in rank order (without O(results)).
+    type: list
+    elements: str
+    default: []
+  cache:
+    description: The cache file on the controller (JSON); none without it.
+    type: path
+  cache_key:
+    description: What the check was measured with (image, runtime, nodes, probe), as a digest; no cache without it.
+    type: str
+    default: ""
+  max_age:
+    description: Seconds a cached check stands for a new one (without O(results)); V(0) never reuses.
+    type: int
+    default: 0
   interfaces:
     description: Each node's cluster interface, named with its link.
     type: dict
@@ -67,27 +88,35 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reused:
+  description: Whether the verdict is a cached check's (no probe ran).
+  returned: always
+  type: bool
+age_seconds:
+  description: Seconds since the reused check's figures were taken; null when they were measured now.
+  returned: always
+  type: float
 path:
   description: The health.json written.
-  returned: always
+  returned: when a verdict was made
   type: str
 status:
   description: V(passed) or V(failed).
-  returned: always
+  returned: when a verdict was made
   type: str
 findings:
   description: What failed the gate, one sentence each, naming the node (and for a link its interface and peer).
-  returned: always
+  returned: when a verdict was made
   type: list
   elements: str
   sample: ["node3: compute (a float32 matrix multiply) 4.1 GFLOP/s, 71% below the fleet's median 14.2 GFLOP/s"]
 figures:
   description: Every node's figures.
-  returned: always
+  returned: when a verdict was made
   type: dict
 table:
   description: The figures as lines of a table, one node a line.
-  returned: always
+  returned: when a verdict was made
   type: list
   elements: str
 """

@@ -452,3 +452,46 @@ def test_table_marks_a_missing_figure() -> None:
 
 def test_table_of_no_nodes_is_the_header() -> None:
     assert len(health.table({})) == 1
+
+
+# the cache
+
+
+def test_a_cached_check_of_the_same_nodes_and_key_within_the_age_is_reused() -> None:
+    cache = health.cache_entry("k1", fleet(), checked_at=1000.0)
+
+    reused = health.cached_figures(cache, "k1", NODES, now=1300.0, max_age=600)
+
+    assert reused == (fleet(), 300.0)
+
+
+def test_the_cache_is_json_as_written() -> None:
+    cache = json.loads(json.dumps(health.cache_entry("k1", fleet(), checked_at=1000.0)))
+    assert health.cached_figures(cache, "k1", NODES, now=1001.0, max_age=600) == (fleet(), 1.0)
+
+
+@pytest.mark.parametrize(
+    ("key", "hosts", "now", "max_age"),
+    [
+        ("k2", NODES, 1300.0, 600),  # another image, runtime, node order or probe
+        ("k1", NODES, 1601.0, 600),  # too old
+        ("k1", NODES, 1300.0, 0),  # 0 always measures
+        ("k1", [*NODES, "node4"], 1300.0, 600),  # a node the check did not measure
+        ("k1", [], 1300.0, 600),  # no nodes
+        ("k1", NODES, 900.0, 600),  # taken in the future: a clock that moved back
+    ],
+)
+def test_a_cached_check_is_not_reused(key: str, hosts: list[str], now: float, max_age: int) -> None:
+    cache = health.cache_entry("k1", fleet(), checked_at=1000.0)
+    assert health.cached_figures(cache, key, hosts, now=now, max_age=max_age) is None
+
+
+def test_a_subset_of_the_cached_nodes_is_reused_for_those_nodes() -> None:
+    cache = health.cache_entry("k1", fleet(), checked_at=1000.0)
+    reused = health.cached_figures(cache, "k1", NODES[:2], now=1010.0, max_age=600)
+    assert reused is not None and list(reused[0]) == NODES[:2]
+
+
+@pytest.mark.parametrize("cache", [{}, {"key": "k1"}, {"key": "k1", "nodes": []}, {"key": "k1", "nodes": {"node1": 3}}])
+def test_a_damaged_cache_is_not_reused(cache: dict[str, Any]) -> None:
+    assert health.cached_figures(cache, "k1", NODES[:1], now=1.0, max_age=600) is None
