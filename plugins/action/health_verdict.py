@@ -48,17 +48,15 @@ class ActionModule(ActionBase):
         else:
             figures, failures = health.probe_figures(args["results"])
             nodes, reused = list(args["results"]), None
-        findings = [finding.text for finding in failures] + [
-            finding.text
-            for finding in health.judge(
-                figures,
-                fraction=args["fraction"],
-                floors={name: float(value) for name, value in args["floors"].items()},
-                clock_skew_s=args["clock_skew"],
-                interfaces=args["interfaces"],
-                nodes_by_rank=nodes,
-            )
-        ]
+        found = failures + health.judge(
+            figures,
+            fraction=args["fraction"],
+            floors={name: float(value) for name, value in args["floors"].items()},
+            clock_skew_s=args["clock_skew"],
+            interfaces=args["interfaces"],
+            nodes_by_rank=nodes,
+        )
+        findings = [finding.text for finding in found]
         report = {
             "checked_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "status": "failed" if findings else "passed",
@@ -68,8 +66,10 @@ class ActionModule(ActionBase):
             "settings": {key: args[key] for key in ("fraction", "floors", "clock_skew", "interfaces")},
         }
         path = Path(args["path"]).expanduser().resolve()
+        page = path.with_suffix(".html")
         if not self._task.check_mode:
             write_json(path, report)
+            page.write_text(health.html_page(report, found, nodes), encoding="utf-8")
             if reused is None:
                 self._keep(args, figures if not findings else None, now)
         result.update(
@@ -77,6 +77,7 @@ class ActionModule(ActionBase):
             reused=reused is not None,
             age_seconds=reused["age_seconds"] if reused else None,
             path=str(path),
+            page=str(page),
             status=report["status"],
             findings=findings,
             figures=figures,

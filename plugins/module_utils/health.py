@@ -24,6 +24,7 @@ younger than the caller's limit, and judged again with the current fraction and 
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import statistics
@@ -226,3 +227,61 @@ def table(figures: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for node, values in figures.items():
         lines.append(f"{node:<10} " + " ".join(f"{str(values.get(column, '-')):>14}" for column in columns))
     return lines
+
+
+HTML_COLUMNS = ("gflops", "memory_gbps", "link_gbps", "disk_free_gb", "memory_free_gb", "python", "torch", "mpi", "mtu")
+_HTML_STYLE = (
+    "body{font-family:sans-serif} td,th{padding:4px 10px;text-align:right;border-bottom:1px solid #ddd} "
+    "td.bad{background:#f8d0d0;font-weight:bold} .passed{color:#16702e} .failed{color:#b00020}"
+)
+
+
+def html_page(report: Mapping[str, Any], findings: Sequence[Finding], nodes_by_rank: Sequence[str]) -> str:
+    """The check as one self-contained HTML page (health.html beside health.json): the verdict, a table of every
+    node's figures with each finding's cell marked, and the links measured as a matrix (sender by receiver)."""
+    figures: Mapping[str, Mapping[str, Any]] = report.get("nodes") or {}
+    named = {(finding.node, finding.measure) for finding in findings}
+    nodes_table = [_row("node", HTML_COLUMNS, header=True)] + [
+        _row(
+            node, [values.get(column) for column in HTML_COLUMNS], [(node, column) in named for column in HTML_COLUMNS]
+        )
+        for node, values in figures.items()
+    ]
+    links_table = [_row("", nodes_by_rank, header=True)]
+    for sender in nodes_by_rank:
+        sent = [_link(figures.get(sender, {}), receiver, nodes_by_rank) for receiver in nodes_by_rank]
+        marked = [value is not None and (sender, "link_gbps") in named for value in sent]
+        links_table.append(_row(sender, sent, marked))
+    status = html.escape(str(report.get("status")))
+    items = "".join(f"<li>{html.escape(finding.text)}</li>" for finding in findings)
+    return "\n".join(
+        [
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>health check</title><style>{_HTML_STYLE}</style>",
+            f"</head><body><h1>Health check: <span class='{status}'>{status}</span></h1>",
+            f"<p>{html.escape(str(report.get('checked_at', '')))}</p><ul>{items}</ul>",
+            "<h2>Every node</h2><table>" + "".join(nodes_table) + "</table>",
+            "<h2>Links in Gbit/s (a row is the sender, a column the receiver: each node's send to the next one of the"
+            " ring)</h2><table>" + "".join(links_table) + "</table></body></html>",
+        ]
+    )
+
+
+def _row(head: str, values: Sequence[Any], marked: Sequence[bool] = (), header: bool = False) -> str:
+    """One table row: ``head`` then a cell per value, a marked one highlighted."""
+    if header:
+        return (
+            f"<tr><th>{html.escape(head)}</th>" + "".join(f"<th>{html.escape(str(v))}</th>" for v in values) + "</tr>"
+        )
+    cells = "".join(
+        f"<td{' class=bad' if bad else ''}>{'' if value is None else html.escape(str(value))}</td>"
+        for value, bad in zip(values, list(marked) + [False] * len(values))
+    )
+    return f"<tr><th>{html.escape(head)}</th>{cells}</tr>"
+
+
+def _link(values: Mapping[str, Any], receiver: str, nodes_by_rank: Sequence[str]) -> Any:
+    """The sender's link figure when it sent to ``receiver``, else None."""
+    target = values.get("link_to")
+    if isinstance(target, int) and 0 <= target < len(nodes_by_rank) and nodes_by_rank[target] == receiver:
+        return values.get("link_gbps")
+    return None

@@ -19,7 +19,9 @@ description:
     median, when a figure is below its floor in O(floors) (also C(disk_free_gb) and C(memory_free_gb), default 1 GB
     each), when its Python, torch, Intel MPI version or MTU differs from the other nodes', when its clock is more
     than O(clock_skew) seconds off the fleet's, or when its probe failed.
-  - Writes O(path) (every figure, the findings, the settings) and returns a table of the figures.
+  - Writes O(path) (every figure, the findings, the settings) and, beside it, C(health.html), a page with a table of
+    every node's figures and the links measured as a matrix, the figures that failed marked; returns a table of the
+    figures.
   - With O(cache) and O(cache_key), a check that passed is cached there and one that failed removes the cache.
     Without O(results), the task only looks for a cached check of O(hosts) made with O(cache_key) within
     O(max_age) seconds; when there is one it is judged as above and returned with RV(reused=true), else nothing is
@@ -98,6 +100,10 @@ age_seconds:
   type: float
 path:
   description: The health.json written.
+  returned: when a verdict was made
+  type: str
+page:
+  description: The same as one self-contained HTML page beside it (health.html), the figures that failed marked.
   returned: when a verdict was made
   type: str
 status:

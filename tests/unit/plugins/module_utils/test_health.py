@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 from typing import Any
 
@@ -495,3 +496,31 @@ def test_a_subset_of_the_cached_nodes_is_reused_for_those_nodes() -> None:
 @pytest.mark.parametrize("cache", [{}, {"key": "k1"}, {"key": "k1", "nodes": []}, {"key": "k1", "nodes": {"node1": 3}}])
 def test_a_damaged_cache_is_not_reused(cache: dict[str, Any]) -> None:
     assert health.cached_figures(cache, "k1", NODES[:1], now=1.0, max_age=600) is None
+
+
+# the page
+
+
+def test_the_page_marks_the_named_figures_and_puts_each_link_at_its_sender_and_receiver() -> None:
+    figures = fleet()
+    figures["node2"]["link_gbps"] = 0.3
+    findings = judged(figures)
+    report = {"status": "failed", "checked_at": "2026-11-27T07:00:00+00:00", "nodes": figures}
+
+    page = health.html_page(report, findings, NODES)
+
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>")
+    assert "http" not in page  # self-contained: nothing fetched to open it
+    assert "<td class=bad>0.3</td>" in page
+    links = page[page.index("<h2>Links") :]
+    node2_row = links[links.index("<tr><th>node2</th>") :].split("</tr>")[0]
+    # node2 sent to node3, the third column; the others are empty.
+    assert node2_row == "<tr><th>node2</th><td></td><td></td><td class=bad>0.3</td>"
+    assert findings and all(f"<li>{html.escape(finding.text)}</li>" in page for finding in findings)
+
+
+def test_the_page_escapes_what_it_shows() -> None:
+    figures = fleet()
+    figures["node1"]["torch"] = "<script>"
+    page = health.html_page({"status": "passed", "nodes": figures}, [], NODES)
+    assert "<script>" not in page and "&lt;script&gt;" in page
