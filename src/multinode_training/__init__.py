@@ -1,6 +1,9 @@
-"""Run the multinode.training collection from Python: ``train()`` a job, ``plan()`` one without changing anything.
+"""Run the multinode.training collection from Python: ``train()`` a job, ``plan()`` one without changing anything,
+``check()`` the cluster's nodes and links.
 
     import multinode_training as mt
+    health = mt.check("inventories/sim")
+    print(health.status, health.findings)
     plan = mt.plan("inventories/sim")
     print(plan.world_size, plan.launch_commands)
     run = mt.train("inventories/sim", on_event=print)
@@ -9,7 +12,18 @@
 From a shell: ``python -m multinode_training watch`` follows the running job, ``... cancel`` stops it.
 """
 
-from multinode_training.api import Plan, PlanError, Run, cancel, find_collection, plan, train
+from multinode_training.api import (
+    CheckError,
+    Health,
+    Plan,
+    PlanError,
+    Run,
+    cancel,
+    check,
+    find_collection,
+    plan,
+    train,
+)
 from multinode_training.records import (
     Failure,
     JobEvent,
@@ -25,7 +39,9 @@ from multinode_training.records import (
 )
 
 __all__ = [
+    "CheckError",
     "Failure",
+    "Health",
     "JobEvent",
     "PhaseChanged",
     "Plan",
@@ -40,6 +56,7 @@ __all__ = [
     "Stalled",
     "Straggler",
     "cancel",
+    "check",
     "find_collection",
     "plan",
     "train",

@@ -1,4 +1,4 @@
-"""train() and plan(): the collection's playbooks run through ansible-runner's Python API."""
+"""train(), plan() and check(): the collection's playbooks run through ansible-runner's Python API."""
 
 from __future__ import annotations
 
@@ -61,6 +61,22 @@ class Plan:
 
 class PlanError(RuntimeError):
     """The check-mode run failed (bad input, unreachable node) or showed no plan."""
+
+
+@dataclass(frozen=True)
+class Health:
+    """The health check's verdict (playbooks/check.yml): ``status`` passed or failed, ``findings`` what failed the
+    gate (naming the node and the measure), every node's figures, health.json and the page beside it."""
+
+    status: str
+    findings: list[str]
+    nodes: dict[str, dict[str, Any]]
+    path: Path
+    page: Path
+
+
+class CheckError(RuntimeError):
+    """The health check could not judge the nodes (bad input, unreachable node): no health.json was written."""
 
 
 def find_collection(collection_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -243,4 +259,46 @@ def plan(
         task_counts=totals,
         restart_policy=dict(found.get("restart_policy") or {}),
         requirements=dict(found.get("requirements") or {}),
+    )
+
+
+def check(
+    inventory: str | os.PathLike[str],
+    *,
+    extravars: Mapping[str, Any] | None = None,
+    runs_dir: str | os.PathLike[str] = "runs",
+    collection_dir: str | os.PathLike[str] | None = None,
+) -> Health:
+    """Measure every node and link of the inventory's provisioned cluster (playbooks/check.yml) and judge them.
+
+    A node that fails the gate is in ``findings`` (``status`` failed), not an exception; health.json and
+    health.html go to ``runs_dir``/health-<time>/, and a check that passed is cached there for the jobs that
+    follow (``health_max_age``). Raises :class:`CheckError` when no verdict was reached.
+    """
+    runs = Path(runs_dir).expanduser().resolve()
+    report = runs / f"health-{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}" / "health.json"
+    variables = {
+        **(extravars or {}),
+        "health_mode": "warn",
+        "health_report": str(report),
+        "health_cache": str(runs / "health-cache.json"),
+    }
+    failures: list[str] = []
+
+    def keep_failure(record: Record) -> None:
+        if isinstance(record, Failure):
+            failures.append(f"{record.host}: {record.task}: {record.reason}")
+
+    runner = _Session(keep_failure).run(
+        "check.yml", inventory, variables, check=False, collection_dir=find_collection(collection_dir)
+    )
+    if runner.rc != 0 or not report.exists():
+        raise CheckError(f"the health check reached no verdict (rc {runner.rc}): " + "; ".join(failures))
+    verdict = json.loads(report.read_text())
+    return Health(
+        status=str(verdict["status"]),
+        findings=list(verdict.get("findings") or []),
+        nodes=dict(verdict.get("nodes") or {}),
+        path=report,
+        page=report.with_suffix(".html"),
     )

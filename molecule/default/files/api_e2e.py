@@ -8,6 +8,7 @@
 3. train() interrupted (KeyboardInterrupt, as in a notebook) at its first epoch: the job is stopped on every
    node, the summary says cancelled.
 4. plan() of a script with a requirements file beside it (extravars): shows the layer it would use.
+5. check(): every node and link measured, the healthy cluster passes, health.json and health.html in RUNS_DIR.
 Prints one JSON line with what it measured; exits non-zero on the first broken promise.
 """
 
@@ -89,9 +90,25 @@ def planned_requirements(inventory: str) -> dict[str, Any]:
     return {"planned_layer": layer["key"]}
 
 
+def checked(inventory: str, runs: Path) -> dict[str, Any]:
+    """check(): every node measured and judged, the verdict and the page in the runs directory."""
+    health = mt.check(inventory, runs_dir=runs)
+    check(health.status == "passed" and health.findings == [], f"the healthy cluster: {health.findings}")
+    check(sorted(health.nodes) == ["node1", "node2", "node3"], f"check's nodes: {sorted(health.nodes)}")
+    check(all(isinstance(values.get("gflops"), float) for values in health.nodes.values()), f"figures: {health.nodes}")
+    check(health.path.parent.parent == runs.resolve() and health.page.is_file(), f"where: {health.path}, {health.page}")
+    return {"checked": health.status, "gflops": {node: values["gflops"] for node, values in health.nodes.items()}}
+
+
 def main() -> None:
     inventory, runs = sys.argv[1], Path(sys.argv[2])
-    print(json.dumps({**planned_then_trained(inventory, runs), **interrupted(inventory, runs), **planned_requirements(inventory)}))
+    found = {
+        **planned_then_trained(inventory, runs),
+        **interrupted(inventory, runs),
+        **planned_requirements(inventory),
+        **checked(inventory, runs),
+    }
+    print(json.dumps(found))
 
 
 if __name__ == "__main__":

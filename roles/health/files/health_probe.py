@@ -83,8 +83,9 @@ def my_turn(world: int) -> tuple[int, int]:
     return kernels[: dist.get_rank()].count(mine), max(kernels.count(kernel) for kernel in kernels)
 
 
-def compute_figures(world: int) -> tuple[float, float]:
-    """GFLOP/s of a float32 matrix multiply and GB/s of a large copy, measured in this rank's turn."""
+def compute_figures(world: int) -> tuple[float, float, int]:
+    """GFLOP/s of a float32 matrix multiply and GB/s of a large copy, measured in this rank's turn; the turns the
+    ranks on one kernel took."""
     left, right = torch.rand(MATRIX_SIZE, MATRIX_SIZE), torch.rand(MATRIX_SIZE, MATRIX_SIZE)
     source = torch.ones(COPY_BYTES, dtype=torch.uint8)
     target = torch.empty_like(source)
@@ -94,12 +95,12 @@ def compute_figures(world: int) -> tuple[float, float]:
         if current == turn:
             gflops = sustained_rate(lambda: torch.mm(left, right), 2 * MATRIX_SIZE**3) / 1e9
             memory_gbps = sustained_rate(lambda: target.copy_(source), 2 * COPY_BYTES) / 1e9
-    return round(gflops, 2), round(memory_gbps, 2)
+    return round(gflops, 2), round(memory_gbps, 2), turns
 
 
 def node_figures(world: int) -> dict[str, Any]:
     """What this node is: compute, memory, disk, interface, versions, devices."""
-    gflops, memory_gbps = compute_figures(world)
+    gflops, memory_gbps, turns = compute_figures(world)
     with open("/proc/meminfo", encoding="ascii") as meminfo:
         memory = dict(line.split(":", 1) for line in meminfo)
     renders = (
@@ -113,6 +114,7 @@ def node_figures(world: int) -> dict[str, Any]:
         "mpi": package_version("impi-rt"),
         "gflops": gflops,
         "memory_gbps": memory_gbps,
+        "turns": turns,
         "disk_free_gb": round(shutil.disk_usage(os.environ["HEALTH_DISK_PATH"]).free / 1e9, 2),
         "memory_free_gb": round(int(memory["MemAvailable"].split()[0]) * 1024 / 1e9, 2),
         "mtu": interface_mtu(os.environ.get("GLOO_SOCKET_IFNAME", "")),
@@ -175,10 +177,19 @@ def ring_send_seconds(rank: int, world: int) -> float:
 
 def main() -> None:
     timeout = datetime.timedelta(seconds=int(os.environ.get("HEALTH_TIMEOUT", "60")))
+    started = time.perf_counter()
     dist.init_process_group("gloo", timeout=timeout)
     rank, world = dist.get_rank(), dist.get_world_size()
+    joined = time.perf_counter()
     figures = node_figures(world)
+    measured = time.perf_counter()
     figures.update(network_figures(rank, world), rank=rank)
+    # Where the probe's time went: the rendezvous, compute and memory (with the turns), the network.
+    figures["seconds"] = {
+        "rendezvous": round(joined - started, 2),
+        "compute": round(measured - joined, 2),
+        "network": round(time.perf_counter() - measured, 2),
+    }
     dist.barrier()
     print(json.dumps(figures), flush=True)
 
