@@ -15,6 +15,7 @@ GENERATED = [
     "benchmarks/results/api_overhead.md",
     "benchmarks/results/restart_bench.md",
     "benchmarks/results/requirements_bench.md",
+    "benchmarks/results/health_bench.md",
 ]
 
 
