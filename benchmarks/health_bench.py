@@ -24,6 +24,7 @@ import datetime
 import json
 import shutil
 import statistics
+import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -51,8 +52,8 @@ def subset_inventory(nodes: int) -> Path:
     kept = list(every)[:nodes]
     groups["launcher"]["hosts"] = {kept[0]: every[kept[0]]}
     groups["workers"]["hosts"] = {name: every[name] for name in kept[1:]}
-    path = REPORTS_DIR / f"hosts-{nodes}.yml"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Outside the project: ansible-lint would read it as a playbook.
+    path = Path(tempfile.mkdtemp(prefix="health-bench-")) / f"hosts-{nodes}.yml"
     path.write_text(yaml.safe_dump(inventory, sort_keys=False))
     return path
 
