@@ -240,6 +240,14 @@ def merge_tasks(tasks: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return sorted(merged.items(), key=lambda item: -item[1])
 
 
+def write_results(results: dict[str, Any], json_path: Path, md_path: Path, markdown: str) -> None:
+    """Write a benchmark's results (JSON) and its generated section (markdown), and put the section in README.md."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(results, indent=2) + "\n")
+    md_path.write_text(markdown)
+    embed_in_readme(md_path)
+
+
 def embed_in_readme(generated: Path) -> None:
     """Put a generated results file into README.md between its BEGIN/END markers (a unit test checks they match)."""
     readme = ROOT / "README.md"

@@ -840,10 +840,7 @@ def ansible_cfg_forks() -> int:
 
 def write_results(results: dict[str, Any]) -> None:
     results["models"] = cost_models(results["sizes"])
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    RESULTS_JSON.write_text(json.dumps(results, indent=2) + "\n")
-    RESULTS_MD.write_text(markdown(results))
-    playbook_runs.embed_in_readme(RESULTS_MD)
+    playbook_runs.write_results(results, RESULTS_JSON, RESULTS_MD, markdown(results))
 
 
 # ---------------------------------------------------------------------------------------------
