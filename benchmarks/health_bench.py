@@ -191,7 +191,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"Findings on these healthy clusters: {len(findings)}"
         + (f" ({'; '.join(findings[:3])})" if findings else "")
         + ". A finding here is a false alarm of this machine: every node shares its 2 cores with the others'"
-        " sshd and with the controller, which polls every node's probe each second while one node measures its turn.",
+        " sshd and with the controller while one node measures its turn (the controller waits on the launcher"
+        " node's probe only, one poll a second, and reads the others' once it ends).",
         "",
     ]
     return "\n".join(lines)
