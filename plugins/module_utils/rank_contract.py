@@ -17,6 +17,7 @@ nodes (Python 3.9+) and in plain unit tests.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -119,6 +120,10 @@ NODE_NAME = re.compile(r"[A-Za-z0-9_.:@+-]+")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
+# The job directory's subdirectory holding the rank exit guard (module_utils/rank_exit_guard.py).
+EXIT_GUARD_DIR = "python"
+
+
 class ContractError(ValueError):
     """The rank wrapper cannot be written from these settings."""
 
@@ -210,6 +215,7 @@ def render_rank_wrapper(
     lines += [f"export {name}={shlex.quote(str(value))}" for name, value in env.items()]
     # After env: a PYTHONPATH or PATH given there comes after the layer, not instead of it.
     lines += _python_path_lines(python_path)
+    lines += _exit_guard_lines(job)
     # Python buffers a pipe's output until exit: live progress needs every line as it is printed.
     lines += ['export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"']
     lines += ["", "# The launch contract, from whichever launcher started this rank."]
@@ -233,6 +239,20 @@ def _python_path_lines(python_path: Sequence[str]) -> list[str]:
         "# The workload's requirements, before the training environment's own packages.",
         f'export PYTHONPATH={shlex.quote(sites)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
         f'export PATH={shlex.quote(programs)}":$PATH"',
+    ]
+
+
+def exit_guard_dir(job_dir: str) -> str:
+    """The directory of the job's rank exit guard (rank_exit_guard.py as ``sitecustomize.py``) on every node."""
+    return os.path.join(job_dir, EXIT_GUARD_DIR)
+
+
+def _exit_guard_lines(job: JobPaths) -> list[str]:
+    """``export PYTHONPATH=<job>/python:...``: every Python the rank starts runs the exit guard first."""
+    return [
+        "# Every Python of the rank runs the job's exit guard first (python/sitecustomize.py, then the next one on the",
+        "# path): a finished rank leaves its gloo process group before the interpreter is torn down (pytorch#117762).",
+        f'export PYTHONPATH={shlex.quote(exit_guard_dir(job.job_dir))}"${{PYTHONPATH:+:$PYTHONPATH}}"',
     ]
 
 

@@ -20,7 +20,10 @@ description:
     C(<job_dir>/logs/rank-<RANK>.log); its start and exit (code, signal, whether it was stopped by a passed-on
     SIGTERM/SIGINT/SIGHUP) are recorded in C(<job_dir>/status/rank-<RANK>.json).
   - Needs bash and util-linux's C(setpriv) on the node (or in the image).
-  - The file is only rewritten, atomically, when its content differs.
+  - Also writes the rank exit guard, C(<job_dir>/python/sitecustomize.py), which the wrapper puts first on every
+    rank's C(PYTHONPATH). With it a rank ending normally leaves a gloo process group its script left open before
+    Python is torn down (gloo's exit race, pytorch/pytorch#117762), then the next C(sitecustomize) on the path runs.
+  - The files are only rewritten, atomically, when their content differs.
   - Before writing it, sets up the job on the node in the same call; the missing O(directories) are created (owned
     by O(owner):O(group), mode 0750) and O(code_dir) is copied to O(work_dir) (modes and modification times kept, so
     what the ranks write there afterwards is told apart by its time) unless O(work_dir) exists.
@@ -192,18 +195,21 @@ content:
 """
 
 import grp
+import inspect
 import os
 import pwd
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import job_files
+from ansible_collections.multinode.training.plugins.module_utils import job_files, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.launch import TRAINING_BACKENDS
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ContractError,
     JobPaths,
     NodeDefaults,
+    exit_guard_dir,
     render_rank_wrapper,
 )
 
@@ -256,8 +262,16 @@ def main() -> None:
         module.fail_json(msg=str(exc))
     cleared, created = set_up_job(module)
     written = ensure_content(module, params["path"], content)
-    changed = written["changed"] or bool(created) or bool(cleared)
+    guard = write_exit_guard(module)
+    changed = written["changed"] or guard["changed"] or bool(created) or bool(cleared)
     module.exit_json(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
+
+
+def write_exit_guard(module: AnsibleModule) -> dict[str, Any]:
+    """The rank exit guard (rank_exit_guard.py) as ``sitecustomize.py`` in the job's guard directory."""
+    guard_path = os.path.join(exit_guard_dir(module.params["job_dir"]), "sitecustomize.py")
+    guard_args = {**module.params, "path": guard_path, "mode": "0640"}
+    return ensure_content(module, guard_path, inspect.getsource(rank_exit_guard), guard_args)
 
 
 def set_up_job(module: AnsibleModule) -> tuple[list[str], list[str]]:
@@ -274,7 +288,8 @@ def set_up_job(module: AnsibleModule) -> tuple[list[str], list[str]]:
 
 def _create(module: AnsibleModule) -> list[str]:
     params = module.params
-    missing = [path for path in params["directories"] if not os.path.isdir(path)]
+    wanted = [*params["directories"], exit_guard_dir(params["job_dir"])]
+    missing = [path for path in wanted if not os.path.isdir(path)]
     copy = bool(params["code_dir"]) and not os.path.exists(params["work_dir"])
     if module.check_mode or not (missing or copy):
         return missing + ([params["work_dir"]] if copy else [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import X
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     BACKEND_RANK_VARIABLES,
     CONTRACT,
+    EXIT_GUARD_DIR,
     JOB_VARIABLES,
     LAUNCHER_SETS,
     PLACEHOLDERS,
@@ -28,6 +30,7 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     ContractError,
     JobPaths,
     NodeDefaults,
+    exit_guard_dir,
     expand_placeholders,
     render_rank_wrapper,
 )
@@ -827,8 +830,17 @@ def layer_wrapper(job: JobPaths, python_path: list[str], env: Mapping[str, str] 
 
 
 def layer_lines(script: str) -> list[str]:
-    """The lines of ``script`` that set PYTHONPATH or PATH."""
-    return [line for line in script.splitlines() if line.startswith(("export PYTHONPATH=", "export PATH="))]
+    """The lines of ``script`` that set PYTHONPATH or PATH, but the exit guard's."""
+    return [
+        line
+        for line in script.splitlines()
+        if line.startswith(("export PYTHONPATH=", "export PATH=")) and f"/{EXIT_GUARD_DIR}\"" not in line
+    ]
+
+
+def guard_lines(script: str) -> list[str]:
+    """The lines of ``script`` that put the exit guard on PYTHONPATH."""
+    return [line for line in script.splitlines() if line.startswith("export PYTHONPATH=") and line not in layer_lines(script)]
 
 
 def evaluated(lines: list[str], environment: Mapping[str, str]) -> tuple[str, str]:
@@ -855,8 +867,9 @@ def new_layer(tmp_path: Path, name: str = "site") -> Path:
 
 def test_without_python_path_the_script_leaves_pythonpath_and_path_alone(tmp_path: Path) -> None:
     job = new_job(tmp_path)
+    guard = shlex.quote(exit_guard_dir(job.job_dir))
     for script in (make_wrapper(job).read_text(), layer_wrapper(job, []).read_text()):
-        assert "PYTHONPATH" not in script
+        assert guard_lines(script) == [f'export PYTHONPATH={guard}"${{PYTHONPATH:+:$PYTHONPATH}}"']
         assert not layer_lines(script)
 
 
@@ -930,7 +943,7 @@ def test_a_rank_imports_from_the_layer_and_runs_its_programs(tmp_path: Path) -> 
     job = new_job(tmp_path)
     wrapper = layer_wrapper(job, [str(layer)])
     env = rank_view(wrapper, {**TORCHRUN, "PYTHONPATH": "/image/lib"})[1]
-    assert env["PYTHONPATH"] == f"{layer}:/image/lib"
+    assert env["PYTHONPATH"] == f"{exit_guard_dir(job.job_dir)}:{layer}:/image/lib"
     assert env["PATH"] == f"{layer}/bin:{os.environ['PATH']}"
     program = "import layer_probe; print(layer_probe.WHERE)"
     result = run_rank(wrapper, TORCHRUN, sys.executable, "-c", program)
@@ -944,12 +957,14 @@ def test_a_rank_imports_from_the_layer_and_runs_its_programs(tmp_path: Path) -> 
 def test_the_layer_comes_before_what_the_env_script_puts_on_pythonpath(tmp_path: Path) -> None:
     env_script = tmp_path / "vars.sh"
     env_script.write_text("export PYTHONPATH=/from/vars${PYTHONPATH:+:$PYTHONPATH}\n")
-    wrapper = layer_wrapper(new_job(tmp_path), [LAYER], env_script=str(env_script))
+    job = new_job(tmp_path)
+    wrapper = layer_wrapper(job, [LAYER], env_script=str(env_script))
     env = rank_view(wrapper, {**TORCHRUN, "PYTHONPATH": "/image/lib"})[1]
-    assert env["PYTHONPATH"] == f"{LAYER}:/from/vars:/image/lib"
+    assert env["PYTHONPATH"] == f"{exit_guard_dir(job.job_dir)}:{LAYER}:/from/vars:/image/lib"
 
 
 def test_the_layer_stays_first_when_the_node_env_sets_pythonpath(tmp_path: Path) -> None:
-    wrapper = layer_wrapper(new_job(tmp_path), [LAYER], {**ENV, "PYTHONPATH": "/from/launcher_env"})
+    job = new_job(tmp_path)
+    wrapper = layer_wrapper(job, [LAYER], {**ENV, "PYTHONPATH": "/from/launcher_env"})
     env = rank_view(wrapper, TORCHRUN)[1]
-    assert env["PYTHONPATH"].split(":")[0] == LAYER
+    assert env["PYTHONPATH"].split(":")[:2] == [exit_guard_dir(job.job_dir), LAYER]

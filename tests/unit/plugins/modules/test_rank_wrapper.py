@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.multinode.training.plugins.module_utils import rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
+    EXIT_GUARD_DIR,
     JobPaths,
     NodeDefaults,
     render_rank_wrapper,
@@ -42,3 +44,15 @@ def test_the_wrapper_is_rendered_for_the_backend(tmp_path: Path, run_module, bac
 def test_an_unknown_backend_is_refused(tmp_path: Path, run_module) -> None:
     result = run_module(rank_wrapper.main, **args(tmp_path, backend="nccl"), _ansible_check_mode=True)
     assert "value of backend must be one of: , gloo, ccl, mpi, xccl, got: nccl" in result["msg"]
+
+
+def test_the_exit_guard_is_written_beside_the_wrapper_and_first_on_the_ranks_pythonpath(tmp_path: Path, run_module) -> None:
+    job_dir = tmp_path / "job"
+    result = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")))
+    guard = job_dir / EXIT_GUARD_DIR / "sitecustomize.py"
+    assert guard.read_text() == Path(rank_exit_guard.__file__).read_text()
+    assert guard.stat().st_mode & 0o777 == 0o640
+    assert str(guard.parent) in result["created"]
+    assert f'export PYTHONPATH={guard.parent}"${{PYTHONPATH:+:$PYTHONPATH}}"' in result["content"]
+    again = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")))
+    assert not again["changed"]

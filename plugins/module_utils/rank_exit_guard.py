@@ -1,0 +1,104 @@
+"""The rank exit guard: every rank's ``sitecustomize``, which leaves the gloo process group before Python is torn down.
+
+A rank that finished its work can abort at interpreter exit with SIGABRT ("terminate called without an active
+exception", pytorch/pytorch#117762): gloo's worker threads still hold work whose tensors take the GIL when they are
+released, and the interpreter is being finalized. Destroying the process group in an ``atexit`` callback, while the
+interpreter is whole, removes the race (3 ranks that exit right after their last collective, in the training image:
+the race in 14 of 90 ranks, none with the guard).
+
+The rank wrapper (``rank.sh``) puts the directory holding this file, named ``sitecustomize.py``, first on every
+rank's ``PYTHONPATH``. It acts only where the script itself initialized a gloo process group and left it, and only on
+a normal exit: a failing rank may have a collective in flight that never ends, and destroying the group would wait
+for it. Then the next ``sitecustomize`` on the path (the image's or the user's own) runs, as Python would have run it.
+Imported under any other name (the collection's modules, the tests), the file does nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any, Callable, Optional
+
+GUARD_MODULE = "sitecustomize"
+
+
+class ExitStatus:
+    """What ``sys.exit`` was last asked for in this process (the wrapped ``sys.exit`` records it)."""
+
+    requested: Any = None
+
+    @classmethod
+    def recording(cls, exit_function: Callable[..., Any]) -> Callable[..., Any]:
+        """``exit_function`` (``sys.exit``) that first records its status."""
+
+        def exit_recorded(status: Any = None) -> Any:
+            cls.requested = status
+            return exit_function(status)
+
+        exit_recorded.__doc__ = exit_function.__doc__
+        return exit_recorded
+
+
+def ends_normally(last_exception: Optional[BaseException], requested_status: Any) -> bool:
+    """Whether the process is ending without an uncaught exception and without a failing ``sys.exit`` status."""
+    return last_exception is None and requested_status in (None, 0)
+
+
+def gloo_group_left_open(modules: dict[str, ModuleType]) -> Optional[ModuleType]:
+    """``torch.distributed`` when the script initialized a process group with a gloo backend and did not destroy it.
+
+    torch is never imported here: a process that did not import it (the launcher, a TensorFlow rank) has nothing to
+    leave.
+    """
+    distributed = modules.get("torch.distributed")
+    if distributed is None or not distributed.is_available() or not distributed.is_initialized():
+        return None
+    return distributed if "gloo" in str(distributed.get_backend()) else None
+
+
+def leave_process_group() -> None:
+    """The ``atexit`` callback: destroy a gloo process group the rank left open, if the rank is ending normally."""
+    if not ends_normally(getattr(sys, "last_value", None), ExitStatus.requested):
+        return
+    distributed = gloo_group_left_open(sys.modules)
+    if distributed is None:
+        return
+    try:
+        distributed.destroy_process_group()
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        # The exit status is the script's: a failed clean-up is said, and the interpreter ends as it would have.
+        print(f"multinode.training rank exit guard: could not leave the process group: {exc}", file=sys.stderr)
+
+
+def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:
+    """Where the ``sitecustomize`` Python would have run without this one is, if any."""
+    rest = [entry for entry in search_path if os.path.abspath(entry or os.curdir) != own_directory]
+    return importlib.machinery.PathFinder.find_spec(GUARD_MODULE, rest)
+
+
+def run_next_sitecustomize(own_directory: str) -> None:
+    """Run the next ``sitecustomize`` on ``sys.path`` in this one's place; its errors are reported as Python would."""
+    spec = next_sitecustomize(sys.path, own_directory)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[GUARD_MODULE] = module
+    spec.loader.exec_module(module)
+
+
+def install(own_directory: str) -> None:
+    """Record ``sys.exit`` statuses, leave the gloo group at exit, then run the next ``sitecustomize``.
+
+    Registered first, the callback runs after every ``atexit`` callback the script and its libraries register.
+    """
+    sys.exit = ExitStatus.recording(sys.exit)
+    atexit.register(leave_process_group)
+    run_next_sitecustomize(own_directory)
+
+
+if __name__ == GUARD_MODULE:
+    install(os.path.dirname(os.path.abspath(__file__)))

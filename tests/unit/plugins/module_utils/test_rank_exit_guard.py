@@ -1,0 +1,161 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rank exit guard, run for real as a Python's ``sitecustomize`` in front of a stand-in ``torch.distributed``.
+
+The stand-in records the calls the guard makes; the real torch and gloo are exercised by the molecule scenario's
+healthy runs (the training image).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils import rank_exit_guard
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import ends_normally
+
+# A stand-in torch.distributed: init_process_group(backend), is_initialized, get_backend, destroy_process_group.
+STAND_IN_DISTRIBUTED = """
+import os
+STATE = {"backend": None}
+
+def is_available():
+    return True
+
+def is_initialized():
+    return STATE["backend"] is not None
+
+def init_process_group(backend="gloo"):
+    STATE["backend"] = backend
+
+def get_backend():
+    return STATE["backend"]
+
+def destroy_process_group():
+    if os.environ.get("DESTROY_FAILS"):
+        raise RuntimeError("the store is gone")
+    print("destroyed", flush=True)
+    STATE["backend"] = None
+"""
+
+
+@pytest.fixture(name="site")
+def site_fixture(tmp_path: Path) -> dict[str, Path]:
+    """The guard as ``sitecustomize.py`` in its own directory, a stand-in torch and a directory for scripts."""
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    shutil.copy(rank_exit_guard.__file__, guard / "sitecustomize.py")
+    packages = tmp_path / "packages"
+    (packages / "torch").mkdir(parents=True)
+    (packages / "torch" / "__init__.py").write_text("from torch import distributed\n")
+    (packages / "torch" / "distributed.py").write_text(STAND_IN_DISTRIBUTED)
+    return {"guard": guard, "packages": packages, "root": tmp_path}
+
+
+def run_script(site: dict[str, Path], body: str, *more_path: Path, env: dict[str, str] | None = None):
+    """Run ``body`` as a script with the guard first on PYTHONPATH, as rank.sh runs a rank."""
+    script = site["root"] / "train.py"
+    script.write_text(textwrap.dedent(body))
+    python_path = ":".join(str(path) for path in (site["guard"], *more_path, site["packages"]))
+    return subprocess.run(
+        [sys.executable, str(script)],
+        env={"PYTHONPATH": python_path, "PATH": "/usr/bin:/bin", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+TRAIN = """
+import atexit, sys
+import torch.distributed as dist
+dist.init_process_group("{backend}")
+atexit.register(print, "the script's own atexit", flush=True)
+print("trained", flush=True)
+"""
+
+
+def test_a_rank_that_ends_normally_leaves_its_gloo_group_after_its_own_atexit_callbacks(site: dict[str, Path]) -> None:
+    result = run_script(site, TRAIN.format(backend="gloo"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["trained", "the script's own atexit", "destroyed"]
+
+
+@pytest.mark.parametrize("ending", ["sys.exit(0)", "sys.exit()", "sys.exit(None)", "raise SystemExit(0)"])
+def test_an_exit_with_status_0_leaves_the_group(site: dict[str, Path], ending: str) -> None:
+    result = run_script(site, TRAIN.format(backend="gloo") + ending + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "destroyed" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("ending", "status"),
+    [("sys.exit(3)", 3), ("sys.exit('bad input')", 1), ("raise ValueError('diverged')", 1), ("from sys import exit; exit(4)", 4)],
+)
+def test_a_failing_rank_keeps_its_group_and_its_exit_status(site: dict[str, Path], ending: str, status: int) -> None:
+    # A failing rank may have a collective in flight that never ends: destroying the group would wait for it.
+    result = run_script(site, TRAIN.format(backend="gloo") + ending + "\n")
+    assert result.returncode == status
+    assert "destroyed" not in result.stdout
+
+
+def test_a_group_without_gloo_is_left_alone(site: dict[str, Path]) -> None:
+    result = run_script(site, TRAIN.format(backend="ccl"))
+    assert result.returncode == 0, result.stderr
+    assert "destroyed" not in result.stdout
+
+
+def test_a_group_the_script_destroyed_itself_is_not_destroyed_again(site: dict[str, Path]) -> None:
+    result = run_script(site, TRAIN.format(backend="gloo") + "dist.destroy_process_group()\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("destroyed") == 1
+
+
+def test_a_python_that_never_imported_torch_does_not_import_it(site: dict[str, Path]) -> None:
+    body = "import atexit, sys\natexit.register(lambda: print('torch' in sys.modules, flush=True))\n"
+    result = run_script(site, body)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["False"]
+
+
+def test_a_failed_clean_up_is_said_and_the_exit_status_stays_the_scripts(site: dict[str, Path]) -> None:
+    result = run_script(site, TRAIN.format(backend="gloo"), env={"DESTROY_FAILS": "1"})
+    assert result.returncode == 0
+    assert "rank exit guard: could not leave the process group: the store is gone" in result.stderr
+
+
+def test_the_next_sitecustomize_on_the_path_still_runs(site: dict[str, Path]) -> None:
+    users = site["root"] / "users"
+    users.mkdir()
+    (users / "sitecustomize.py").write_text("import builtins\nbuiltins.USERS_SITE = 'ran'\n")
+    body = "import sitecustomize\nprint(USERS_SITE, sitecustomize.__file__, flush=True)\n"
+    result = run_script(site, body, users)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ran", str(users / "sitecustomize.py")]
+
+
+def test_an_error_in_the_next_sitecustomize_is_reported_as_python_would(site: dict[str, Path]) -> None:
+    users = site["root"] / "users"
+    users.mkdir()
+    (users / "sitecustomize.py").write_text("raise RuntimeError('broken site')\n")
+    result = run_script(site, "print('ran', flush=True)\n", users)
+    assert result.returncode == 0
+    assert result.stdout == "ran\n"
+    assert "Error in sitecustomize" in result.stderr
+
+
+def test_imported_as_a_module_util_it_changes_nothing() -> None:
+    assert sys.exit.__name__ == "exit"  # the guard's install() ran only as a rank's sitecustomize
+
+
+@pytest.mark.parametrize(
+    ("last_exception", "requested", "normal"),
+    [(None, None, True), (None, 0, True), (None, 3, False), (None, "message", False), (ValueError("x"), None, False)],
+)
+def test_ends_normally(last_exception: BaseException | None, requested: object, normal: bool) -> None:
+    assert ends_normally(last_exception, requested) is normal
