@@ -10,7 +10,11 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values, play_variables
 from ansible_collections.multinode.training.plugins.module_utils import node_state
-from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import PROVISIONING_ROLES, inputs_hash
+from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import (
+    PROVISIONING_ROLES,
+    inputs_hash,
+    without_defaults,
+)
 from ansible_collections.multinode.training.plugins.plugin_utils.preflight import RECORDED
 
 # The image tarball the container_runtime role loads: its size and time stand for its content.
@@ -44,12 +48,15 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _values(loader: Any, roles: list[str], host_vars: Any) -> dict[str, Any]:
-        """The provisioning roles' variables and the cluster facts this host has (play_variables), templated."""
-        names = set(role_options(loader, roles)) | set(RECORDED) | {name for name in host_vars if str(name).startswith("cluster_")}
+        """The provisioning roles' variables and the cluster facts this host has (play_variables), templated; one
+        that only restates its default is left out (the roles get the same either way)."""
+        # The cluster role's options are all cluster_* names: set ones are inputs anyway, and their defaults count.
+        options = role_options(loader, [*roles, "cluster"])
+        names = set(options) | set(RECORDED) | {name for name in host_vars if str(name).startswith("cluster_")}
         values, problems = set_values(host_vars, names)
         if problems:
             raise AnsibleActionFail("; ".join(map(str, problems)))
-        return values
+        return without_defaults(options, values)
 
     def _tarball(self, task_vars: dict[str, Any]) -> str | None:
         value = task_vars.get(TARBALL_VARIABLE)

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 COLLECTION_ROOT = Path(__file__).resolve().parents[2]
 # The roles of provision.yml's provisioning play whose variables are inputs (workload is left out: launch.yml
 # syncs the code on every run anyway).
@@ -33,6 +35,29 @@ def inputs_hash(values: Mapping[str, Any], tarball: str | None, collection_root:
     digest.update(file_stamp(tarball).encode() if tarball else b"no tarball")
     digest.update(code_stamp(collection_root).encode())
     return digest.hexdigest()
+
+
+def without_defaults(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` without those that only restate their argument spec's default.
+
+    A variable spelled out with its default's value (``-e cluster_runtime=container``) gives the roles what leaving
+    it out gives them, so the hash must not tell the two runs apart. Both sides are compared as the spec converts
+    them (``-e cluster_ssh_port=12345`` is the number 12345); a value the spec refuses is kept, and so is every
+    variable without a spec or a default.
+    """
+    return {name: value for name, value in values.items() if not restates_default(options.get(name), name, value)}
+
+
+def restates_default(spec: Mapping[str, Any] | None, name: str, value: Any) -> bool:
+    """Whether ``value`` of ``name`` is what its ``spec``'s default converts to."""
+    if not spec or "default" not in spec:
+        return False
+    validator = ArgumentSpecValidator({name: dict(spec)})
+    given = validator.validate({name: value})
+    default = validator.validate({name: spec["default"]})
+    if given.error_messages or default.error_messages:
+        return False
+    return given.validated_parameters[name] == default.validated_parameters[name]
 
 
 def by_content(value: Any) -> Any:

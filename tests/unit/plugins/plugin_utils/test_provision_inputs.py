@@ -13,6 +13,7 @@ from ansible_collections.multinode.training.plugins.plugin_utils.provision_input
     PROVISIONING_ROLES,
     file_stamp,
     inputs_hash,
+    without_defaults,
 )
 
 REPO = Path(__file__).resolve().parents[4]
@@ -268,3 +269,51 @@ def test_only_existing_absolute_files_are_replaced(tmp_path: Path) -> None:
     values = {"dir": str(tmp_path), "missing": str(tmp_path / "missing"), "relative": "a.txt", "port": 22}
     assert provision_inputs.by_content(values) == values
     assert provision_inputs.by_content([str(tmp_path / "a.txt")])[0].startswith("file sha256:")
+
+
+# --- a variable spelled out with its default's value is the same input as leaving it out ---
+
+OPTIONS = {
+    "cluster_runtime": {"type": "str", "choices": ["container", "host"], "default": "container"},
+    "cluster_ssh_port": {"type": "int", "default": 12345},
+    "cluster_gpu": {"type": "bool", "default": False},
+    "cluster_extra_env": {"type": "dict", "default": {}},
+    "cluster_image": {"type": "str"},
+}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"cluster_runtime": "container"},
+        {"cluster_ssh_port": "12345"},
+        {"cluster_ssh_port": 12345},
+        {"cluster_gpu": "false"},
+        {"cluster_gpu": "no"},
+        {"cluster_extra_env": {}},
+    ],
+)
+def test_a_value_restating_its_default_is_left_out(given: dict) -> None:
+    assert without_defaults(OPTIONS, {**given, "cluster": {"runtime": "container"}}) == {"cluster": {"runtime": "container"}}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"cluster_runtime": "host"},
+        {"cluster_ssh_port": 2222},
+        {"cluster_gpu": True},
+        {"cluster_extra_env": {"A": "1"}},
+        {"cluster_image": "multinode/training:latest"},  # no default in its spec
+        {"cluster_unknown": "x"},  # no spec
+        {"cluster_ssh_port": "not a port"},  # refused by the spec: kept, the preflight names it
+    ],
+)
+def test_a_value_other_than_its_default_stays(given: dict) -> None:
+    assert without_defaults(OPTIONS, given) == given
+
+
+def test_runs_with_and_without_a_default_spelled_out_hash_the_same(root: Path, tarball: Path) -> None:
+    spelled_out = without_defaults(OPTIONS, {"cluster_runtime": "container", "cluster_ssh_port": "12345"})
+    left_out = without_defaults(OPTIONS, {})
+    assert inputs_hash(spelled_out, str(tarball), root) == inputs_hash(left_out, str(tarball), root)
