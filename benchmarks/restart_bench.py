@@ -208,6 +208,8 @@ def healthy_run(repeat: int) -> dict[str, Any]:
         "status": summary["status"],
         "restarts": len(summary.get("restarts") or []),
         "causes": [restart["cause"] for restart in summary.get("restarts") or []],
+        # Every rank's Python runs the job's exit guard (rank_exit_guard.py) since it landed.
+        "exit_guard": True,
     }
 
 
@@ -316,11 +318,18 @@ def report(results: list[dict[str, Any]]) -> str:
             f"| {fault} | {detected if detected is not None else '-'} | {median([run['resumed_epoch_s'] for run in runs])}"
             f" ({each}) | {epochs} | {succeeded} of {len(runs)} |"
         )
-    healthy = [result for result in results if result["fault"] == "healthy"]
-    if healthy:
-        restarted = sum(1 for run in healthy if run["restarts"])
-        succeeded = sum(1 for run in healthy if run["status"] == "succeeded")
-        rows += ["", f"Healthy runs (no fault): {len(healthy)}, {succeeded} succeeded, {restarted} restarted."]
+    for guarded, label in ((True, "with the rank exit guard"), (False, "before the rank exit guard")):
+        healthy = [run for run in results if run["fault"] == "healthy" and bool(run.get("exit_guard")) is guarded]
+        if healthy:
+            restarted = sum(1 for run in healthy if run["restarts"])
+            succeeded = sum(1 for run in healthy if run["status"] == "succeeded")
+            causes = sorted({cause for run in healthy for cause in run.get("causes") or []})
+            rows += [
+                "",
+                f"Healthy runs (no fault), {label}: {len(healthy)}, {succeeded} succeeded, {restarted} restarted"
+                + (f" ({'; '.join(causes)})" if causes else "")
+                + ".",
+            ]
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     intro = (
         f"`benchmarks/restart_bench.py` ({when}, this machine: 2 cores): the named CNN job of `examples/cifar_cnn`"
