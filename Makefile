@@ -25,7 +25,7 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 .PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images own-image wheels sim train down clean
 
 demo: sim train ## bare simulated nodes -> trained model
-	@python3 scripts/show_run.py runs/latest
+	@$(VENV)/bin/multinode-training show latest
 
 test: venv host images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)
 

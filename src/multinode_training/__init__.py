@@ -8,8 +8,14 @@
     print(plan.world_size, plan.launch_commands)
     run = mt.train("inventories/sim", on_event=print)
     print(run.status, run.summary["test_accuracy"])
+    job = mt.submit("inventories/sim", extravars={"launcher_type": "mpiexec"})  # returns at once
+    print(job.status())  # queued, provisioning, launching, running, collecting, then how it ended
+    for line in job.logs(follow=True):
+        print(line)
+    print(job.wait().summary["status"], [run.id for run in mt.list_runs("runs")])
 
-From a shell: ``python -m multinode_training watch`` follows the running job, ``... cancel`` stops it.
+From a shell: ``multinode-training run|submit|plan|list|show|logs|watch|cancel`` (also ``python -m
+multinode_training``).
 """
 
 from multinode_training.api import (
@@ -18,12 +24,14 @@ from multinode_training.api import (
     Plan,
     PlanError,
     Run,
+    RunNotFoundError,
     cancel,
     check,
     find_collection,
     plan,
     train,
 )
+from multinode_training.jobs import InvalidJobError, Job, JobError, ProvisioningError, list_runs, submit
 from multinode_training.records import (
     Failure,
     JobEvent,
@@ -42,22 +50,29 @@ __all__ = [
     "CheckError",
     "Failure",
     "Health",
+    "InvalidJobError",
+    "Job",
+    "JobError",
     "JobEvent",
     "PhaseChanged",
     "Plan",
     "PlanError",
     "PlanShown",
+    "ProvisioningError",
     "Progress",
     "RankEnded",
     "RankStarted",
     "Record",
     "Restarted",
     "Run",
+    "RunNotFoundError",
     "Stalled",
     "Straggler",
     "cancel",
     "check",
     "find_collection",
+    "list_runs",
     "plan",
+    "submit",
     "train",
 ]

@@ -1,21 +1,31 @@
-"""``python -m multinode_training watch|cancel [RUN]``: follow or stop a running job from another terminal.
+"""``multinode-training`` (also ``python -m multinode_training``): run, submit and look after training jobs.
 
-RUN is a run directory, or the name of one in ``--runs-dir`` (default ``runs``); ``latest`` (the default)
-is the job started last.
+    multinode-training run INVENTORY [-e VAR=VALUE ...]     submit a job and follow it to its end
+    multinode-training submit INVENTORY [-e VAR=VALUE ...]  submit a job and return at once
+    multinode-training plan INVENTORY [-e VAR=VALUE ...]    what a job would run, nothing changed
+    multinode-training list                                 the runs, newest first
+    multinode-training show|logs|watch|cancel [RUN]         one run: its results, its log, follow it, stop it
+
+RUN is a run directory, or the name of one in ``--runs-dir`` (default ``runs``); ``latest`` (the default) is the
+job started last.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from multinode_training.api import LIVE_LOG, SUMMARY_FILE, cancel
+from multinode_training.api import LIVE_LOG, SUMMARY_FILE, RunNotFoundError, cancel, plan
+from multinode_training.jobs import Job, JobError, list_runs, new_lines, submit
+from multinode_training.show import describe, runs_table
 
 POLL_SECONDS = 0.5
+RUN_COMMANDS = ("show", "logs", "watch", "cancel")
 
 
 def run_dir_of(run: str, runs_dir: str) -> Path:
@@ -34,7 +44,9 @@ def watch(run_dir: Path, out: TextIO | None = None, poll: float = POLL_SECONDS) 
     offset = 0
     while True:
         ended = summary_file.exists()
-        offset = _print_new(run_dir / LIVE_LOG, offset, out)
+        lines, offset = new_lines(run_dir / LIVE_LOG, offset)
+        out.write("".join(f"{line}\n" for line in lines))
+        out.flush()
         if ended:
             summary = json.loads(summary_file.read_text())
             reasons = "; ".join(summary.get("failure_reasons") or [])
@@ -44,38 +56,122 @@ def watch(run_dir: Path, out: TextIO | None = None, poll: float = POLL_SECONDS) 
         time.sleep(poll)
 
 
-def _print_new(path: Path, offset: int, out: TextIO) -> int:
-    try:
-        with path.open("rb") as log:
-            log.seek(offset)
-            data = log.read()
-    except OSError:
-        return offset
-    complete = data[: data.rfind(b"\n") + 1]
-    out.write(complete.decode("utf-8", errors="replace"))
-    out.flush()
-    return offset + len(complete)
+def extra_vars(given: list[str]) -> dict[str, Any]:
+    """``-e`` values as ansible-playbook takes them: ``VAR=VALUE`` words (strings) or a JSON object."""
+    variables: dict[str, Any] = {}
+    for text in given:
+        if text.lstrip().startswith("{"):
+            variables.update(json.loads(text))
+            continue
+        for word in text.split():
+            name, equals, value = word.partition("=")
+            if not equals or not name:
+                raise ValueError(f"-e {word!r}: give VAR=VALUE or a JSON object")
+            variables[name] = value
+    return variables
+
+
+def parser_of() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="multinode-training", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs-dir", default="runs", help="where the runs are (default: ./runs)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("run", "submit a job and follow it to its end"),
+        ("submit", "submit a job and return at once"),
+        ("plan", "what a job would run (check mode: nothing changes)"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("inventory")
+        command.add_argument("-e", "--extra-vars", action="append", default=[], help="VAR=VALUE or a JSON object")
+        command.add_argument("--runs-dir", default=argparse.SUPPRESS)
+    commands.add_parser("list", help="the runs, newest first").add_argument("--runs-dir", default=argparse.SUPPRESS)
+    for name, text in (
+        ("show", "a run's results"),
+        ("logs", "a run's live log"),
+        ("watch", "follow a run's log until it ends"),
+        ("cancel", "stop a queued or running job"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("run", nargs="?", default="latest", help="run directory or name (default: latest)")
+        command.add_argument("--runs-dir", default=argparse.SUPPRESS)
+        if name == "logs":
+            command.add_argument("-f", "--follow", action="store_true", help="go on until the job ends")
+            command.add_argument("--rank", type=int, help="only this rank's lines")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m multinode_training", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("watch", "cancel"), help="follow the job's logs until it ends, or stop it")
-    parser.add_argument("run", nargs="?", default="latest", help="run directory or name in --runs-dir (default: latest)")
-    parser.add_argument("--runs-dir", default="runs", help="where the runs are (default: ./runs)")
-    args = parser.parse_intermixed_args(argv)
-    run_dir = run_dir_of(args.run, args.runs_dir)
-    if not run_dir.is_dir():
-        parser.error(f"no run at {run_dir}")
-    if args.command == "cancel":
-        if not cancel(run_dir):
-            print(f"{run_dir.name} has already ended")
-            return 1
-        print(f"asked {run_dir.name} to stop; `python -m multinode_training watch {run_dir}` follows it to the end")
-        return 0
+    parser = parser_of()
+    args = parser.parse_args(argv)
     try:
-        return 0 if watch(run_dir) == "succeeded" else 1
+        if args.command in RUN_COMMANDS:
+            return run_command(parser, args)
+        if args.command == "list":
+            print(runs_table(list_runs(args.runs_dir), sys.stdout.isatty()))
+            return 0
+        variables = extra_vars(args.extra_vars)
+        if args.command == "plan":
+            shown = plan(args.inventory, extravars=variables)
+            shown_keys = ("hosts", "world_size", "ranks_per_node", "launch_commands", "restart_policy", "changed")
+            print(json.dumps({key: getattr(shown, key) for key in shown_keys}, indent=2))
+            return 0
+        job = submit(args.inventory, extravars=variables, runs_dir=args.runs_dir)
+        if args.command == "submit":
+            print(f"submitted {job.id} ({job.status()}): multinode-training logs -f {job.run_dir}")
+            return 0
+        return follow_to_the_end(job)
+    except (ValueError, JobError) as error:
+        print(f"multinode-training {args.command}: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more to say, and no traceback when Python flushes at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """show, logs, watch or cancel of one run."""
+    run_dir = run_dir_of(args.run, args.runs_dir)
+    try:
+        job = Job.load(run_dir)
+    except RunNotFoundError as error:
+        parser.error(str(error))
+    if args.command == "show":
+        print(describe(job))
+        return 0
+    if args.command == "logs":
+        for line in job.logs(rank=args.rank, follow=args.follow):
+            print(line, flush=True)
+        return 0
+    if args.command == "cancel":
+        if not (job.cancel() if (run_dir / "job.json").exists() else cancel(run_dir)):
+            print(f"{run_dir.name} has already ended")
+            return 1
+        print(f"asked {run_dir.name} to stop; `multinode-training watch {run_dir}` follows it to the end")
+        return 0
+    return 0 if watch(run_dir) == "succeeded" else 1
+
+
+def follow_to_the_end(job: Job) -> int:
+    """Print the job's log until it ends, then its results; a KeyboardInterrupt stops the job and goes on."""
+    print(f"submitted {job.id}: {job.run_dir}", flush=True)
+    asked = False
+    while True:
+        try:
+            for line in job.logs(follow=True):
+                print(line, flush=True)
+            break
+        except KeyboardInterrupt:
+            if asked or not job.cancel():
+                print(f"left {job.id} {job.status()}: multinode-training watch {job.run_dir}", file=sys.stderr)
+                raise
+            asked = True
+            print(f"asked {job.id} to stop (Ctrl-C again leaves it as it is)", file=sys.stderr, flush=True)
+    run = job.wait()
+    print(describe(job))
+    return 0 if run.status == "succeeded" else 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,12 @@ PROGRESS_FILE = "progress.jsonl"
 LIVE_LOG = "live.log"
 CANCEL_FILE = "cancel"
 SUMMARY_FILE = "summary.json"
+# ansible-runner's private data directory of the run's playbook, kept in the run directory (artifacts: stdout, events).
+RUNNER_DIR = "runner"
+# A submitted job's state, kept by its follower (jobs.py).
+JOB_FILE = "job.json"
+# What makes a directory a run: any of these in it.
+RUN_MARKERS = (JOB_FILE, SUMMARY_FILE, PROGRESS_FILE, LIVE_LOG, RUNNER_DIR)
 COLLECTION_PARTS = ("ansible_collections", "multinode", "training")
 
 
@@ -38,6 +45,21 @@ class Run:
     dir: Path | None
     summary: dict[str, Any] | None
     task_counts: dict[str, dict[str, int]]
+
+    @classmethod
+    def load(cls, run: str | os.PathLike[str]) -> Run:
+        """A finished run from its directory: RunNotFoundError when it is none or has no summary (yet)."""
+        run_dir = run_dir_at(run)
+        try:
+            summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+        except (OSError, ValueError) as error:
+            raise RunNotFoundError(f"no finished run at {run_dir}: {error}") from error
+        try:
+            record = json.loads((run_dir / JOB_FILE).read_text())
+        except (OSError, ValueError):
+            record = {}  # a run of train() or ansible-playbook: its summary is all there is
+        rc = record.get("rc", 0 if summary["status"] == "succeeded" else 2)
+        return cls(str(summary["status"]), int(rc), run_dir, summary, dict(record.get("task_counts") or {}))
 
 
 @dataclass(frozen=True)
@@ -95,6 +117,16 @@ def find_collection(collection_dir: str | os.PathLike[str] | None = None) -> Pat
     raise FileNotFoundError("multinode.training is neither this checkout nor in a configured collections path")
 
 
+@contextlib.contextmanager
+def _private_data_dir(kept: Path | None) -> Iterator[str]:
+    """ansible-runner's private data directory: ``kept``, else a temporary one removed afterwards."""
+    if kept is not None:
+        yield str(kept)
+        return
+    with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
+        yield private
+
+
 @dataclass
 class _Session:
     """One playbook run through ansible-runner: its records reach ``on_record`` on the caller's thread."""
@@ -114,15 +146,19 @@ class _Session:
         collection_dir: Path,
         progress: ProgressReader | None = None,
         on_interrupt: Callable[[], None] | None = None,
+        artifacts_dir: Path | None = None,
     ) -> Any:
         """Run ``playbook``; between events, read ``progress``. A KeyboardInterrupt calls ``on_interrupt`` (and
-        the run goes on, so the job ends cleanly); a second one stops ansible-playbook at once."""
+        the run goes on, so the job ends cleanly); a second one stops ansible-playbook at once. ansible-runner's
+        private data (its artifacts: stdout, job events) stays in ``artifacts_dir`` when given."""
         # ansible-playbook of this interpreter's environment (a venv need not be activated).
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         env = {"ANSIBLE_NOCOLOR": "1", "PATH": path}
         if (collection_dir / "ansible.cfg").exists():
             env["ANSIBLE_CONFIG"] = str(collection_dir / "ansible.cfg")
-        with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
+        if artifacts_dir is not None:
+            artifacts_dir.mkdir(parents=True, exist_ok=True)
+        with _private_data_dir(artifacts_dir) as private:
             thread, runner = ansible_runner.run_async(
                 private_data_dir=private,
                 project_dir=str(collection_dir),
@@ -161,6 +197,12 @@ class _Session:
             self.on_record(record)
 
 
+def job_id_for(extravars: Mapping[str, Any]) -> str:
+    """The job's id: ``launcher_job_id`` when given, else the time and the launcher (``20261127-141148-torchrun``)."""
+    launcher = str(extravars.get("launcher_type", "torchrun"))
+    return str(extravars.get("launcher_job_id") or f"{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}-{launcher}")
+
+
 def train(
     inventory: str | os.PathLike[str],
     *,
@@ -177,8 +219,7 @@ def train(
     stops the job on every node once it runs; the summary is still written and says ``cancelled``. A second
     KeyboardInterrupt stops ansible-playbook at once (status ``cancelled``, possibly no summary).
     """
-    launcher = str((extravars or {}).get("launcher_type", "torchrun"))
-    job_id = str((extravars or {}).get("launcher_job_id") or f"{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}-{launcher}")
+    job_id = job_id_for(extravars or {})
     runs = Path(runs_dir).expanduser().resolve()
     run_dir = runs / job_id
     variables = {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)}
@@ -201,6 +242,7 @@ def train(
     runner = session.run(
         "train.yml", inventory, variables, check=False, collection_dir=find_collection(collection_dir),
         progress=ProgressReader(run_dir / PROGRESS_FILE, not_before=started), on_interrupt=on_interrupt,
+        artifacts_dir=run_dir / RUNNER_DIR,
     )
     summary_file = run_dir / SUMMARY_FILE
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
@@ -211,16 +253,28 @@ def train(
     return Run(status=status, rc=int(runner.rc or 0), dir=run_dir if summary else None, summary=summary, task_counts=session.translate.totals())
 
 
+class RunNotFoundError(LookupError):
+    """No run at the path given: neither a run directory nor a job of it."""
+
+
+def run_dir_at(run: str | os.PathLike[str]) -> Path:
+    """The run directory ``run`` is (a path, ``runs/latest`` too); RunNotFoundError when it is none."""
+    run_dir = Path(run).expanduser().resolve()
+    if not run_dir.is_dir() or not any((run_dir / name).exists() for name in RUN_MARKERS):
+        raise RunNotFoundError(f"no run at {run_dir}")
+    return run_dir
+
+
 def cancel(run: str | os.PathLike[str]) -> bool:
-    """Ask the running job of ``run`` (a run directory, or ``runs/latest``) to stop on every node.
+    """Ask the job of ``run`` (a run directory, or ``runs/latest``) to stop on every node.
 
     The job_wait action of the run sees the request within a second; the job's summary then says ``cancelled``.
-    Returns False when the run has already ended (its summary exists) and there is nothing to stop.
+    Returns False when the run has already ended (its summary exists) and there is nothing to stop. Raises
+    RunNotFoundError, and creates nothing, when ``run`` is no run.
     """
-    run_dir = Path(run).expanduser().resolve()
+    run_dir = run_dir_at(run)
     if (run_dir / SUMMARY_FILE).exists():
         return False
-    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CANCEL_FILE).touch()
     return True
 

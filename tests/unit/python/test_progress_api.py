@@ -272,6 +272,7 @@ def test_watch_without_a_live_log_prints_only_the_status(tmp_path: Path) -> None
 
 
 def test_cancel_asks_a_running_job_to_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "live.log").write_text("[job] rank 0 started on node1\n")
     assert main(["cancel", str(tmp_path)]) == 0
     assert (tmp_path / "cancel").is_file()
     assert "asked" in capsys.readouterr().out
@@ -288,6 +289,7 @@ def test_cancel_of_an_ended_job_fails(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_cancel_finds_a_run_by_name_in_runs_dir(tmp_path: Path) -> None:
     run = tmp_path / "runs" / "job-9"
     run.mkdir(parents=True)
+    (run / "progress.jsonl").write_text("")
 
     assert main(["cancel", "job-9", "--runs-dir", str(tmp_path / "runs")]) == 0
     assert (run / "cancel").is_file()
@@ -300,6 +302,19 @@ def test_a_missing_run_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFi
     assert exc.value.code == 2
     assert "no run at" in capsys.readouterr().err
     assert not (tmp_path / "nope").exists()
+
+
+@pytest.mark.parametrize("where", ["missing", "empty", "file"])
+def test_cancel_of_a_path_that_is_no_run_raises_and_creates_nothing(tmp_path: Path, where: str) -> None:
+    path = tmp_path / where
+    if where == "empty":
+        path.mkdir()
+    elif where == "file":
+        path.write_text("not a run")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(api.RunNotFoundError, match="no run at"):
+        api.cancel(path)
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 @pytest.mark.parametrize(("status", "code"), [("succeeded", 0), ("failed", 1), ("cancelled", 1)])

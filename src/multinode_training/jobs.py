@@ -1,0 +1,392 @@
+"""Jobs, not calls: ``submit()`` returns at once and a detached follower on the controller runs the job.
+
+The follower (``python -m multinode_training.jobs RUN_DIR``, its own session: it outlives the process that submitted
+the job) waits for its turn on the cluster, runs playbooks/train.yml through ansible-runner (its artifacts kept in
+``RUN_DIR/runner``) and keeps the job's state in ``RUN_DIR/job.json``. Any process on the controller re-attaches to
+a run by its directory: :class:`Job` reads that file, the live log and the summary.
+
+Jobs for the same inventory take turns, first submitted first: each waits in a queue on the controller
+(``~/.cache/multinode-training/queue/<inventory>``, state ``queued``) until every job submitted before it has ended,
+so two jobs never share the nodes' rendezvous port or start half.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from multinode_training.api import (
+    CANCEL_FILE,
+    JOB_FILE,
+    LIVE_LOG,
+    PROGRESS_FILE,
+    RUNNER_DIR,
+    SUMMARY_FILE,
+    Run,
+    RunNotFoundError,
+    _Session,
+    find_collection,
+    job_id_for,
+    run_dir_at,
+)
+from multinode_training.records import Failure, PhaseChanged, Record
+
+QUEUED = "queued"
+# The state of a job by the phase its playbook is in.
+PHASE_STATES = {"provision": "provisioning", "launch": "launching", "train": "running", "collect": "collecting"}
+# Final states: a summary's status, or how a job without one ended.
+FINAL_STATES = ("succeeded", "failed", "cancelled", "timed_out", "lost")
+# The task that judges the job's inputs (roles/cluster/tasks/main.yml): its failure is an invalid job.
+PREFLIGHT_TASK = "Judge every input of the run before any node changes"
+QUEUE_ROOT = Path("~/.cache/multinode-training/queue")
+FOLLOWER_LOG = "follower.log"
+FOLLOWER_PID = "follower.pid"
+POLL_SECONDS = 0.5
+
+
+class JobError(RuntimeError):
+    """A job ended without running (no summary): ``reasons`` are the failed tasks, host and reason."""
+
+    def __init__(self, job_id: str, reasons: list[str]) -> None:
+        super().__init__(f"job {job_id}: " + ("; ".join(reasons) or "ended without a summary"))
+        self.job_id = job_id
+        self.reasons = reasons
+
+
+class InvalidJobError(JobError):
+    """The preflight refused the job's inputs; nothing changed on any node."""
+
+
+class ProvisioningError(JobError):
+    """Provisioning the nodes failed before the job started."""
+
+
+def submit(
+    inventory: str | os.PathLike[str],
+    *,
+    extravars: Mapping[str, Any] | None = None,
+    runs_dir: str | os.PathLike[str] = "runs",
+    collection_dir: str | os.PathLike[str] | None = None,
+) -> Job:
+    """Queue the job of ``inventory`` (playbooks/train.yml with ``extravars``) and return its handle at once.
+
+    Provisioning, the launch and the training go on in a detached follower; a job id already queued or running is
+    refused (InvalidJobError).
+    """
+    inventory_path = Path(inventory).expanduser().resolve()
+    if not inventory_path.exists():
+        raise InvalidJobError("-", [f"no inventory at {inventory_path}"])
+    job_id = job_id_for(extravars or {})
+    runs = Path(runs_dir).expanduser().resolve()
+    run_dir = runs / job_id
+    earlier = read_job_file(run_dir)
+    if earlier and Job(run_dir).status() not in FINAL_STATES:
+        raise InvalidJobError(job_id, [f"a job with this id is {earlier['state']} in {run_dir}"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # An earlier run of the same id must not answer for this one (the launcher clears the rest when the job starts).
+    for stale in (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE):
+        (run_dir / stale).unlink(missing_ok=True)
+    write_job_file(
+        run_dir,
+        {
+            "job_id": job_id,
+            "state": QUEUED,
+            "submitted_at": time.time(),
+            "inventory": str(inventory_path),
+            "extravars": {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)},
+            "collection_dir": str(find_collection(collection_dir)),
+            "queue": str(queue_dir(inventory_path)),
+        },
+    )
+    enqueue(queue_dir(inventory_path), run_dir)
+    with (run_dir / FOLLOWER_LOG).open("ab") as log:
+        follower = subprocess.Popen(  # pylint: disable=consider-using-with (the follower outlives this call)
+            [sys.executable, "-m", "multinode_training.jobs", str(run_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    # Beside job.json, which only the follower writes from now on.
+    (run_dir / FOLLOWER_PID).write_text(f"{follower.pid}\n")
+    return Job(run_dir)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A handle to a run, submitted by this process or another one; ``run_dir`` is its directory."""
+
+    run_dir: Path
+
+    @classmethod
+    def load(cls, run: str | os.PathLike[str]) -> Job:
+        """The job of a run directory (RunNotFoundError when it is none)."""
+        return cls(run_dir_at(run))
+
+    @property
+    def id(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        """summary.json once the job wrote it."""
+        return read_json(self.run_dir / SUMMARY_FILE)
+
+    def status(self) -> str:
+        """queued, provisioning, launching, running, collecting, or how it ended (succeeded, failed, cancelled,
+        timed_out; lost when its follower died before the job ended)."""
+        summary = self.summary
+        record = read_job_file(self.run_dir)
+        if record is None:
+            # A run of train() or ansible-playbook: its summary, else it is still going.
+            return str(summary["status"]) if summary else "running"
+        state = str(record["state"])
+        if state in FINAL_STATES or self.follower_alive():
+            return state
+        # The follower ended between the summary and its last word, or died.
+        return str(summary["status"]) if summary and state == PHASE_STATES["collect"] else "lost"
+
+    def follower_alive(self) -> bool:
+        """Whether the follower is running (or just being started: its pid is not written yet)."""
+        try:
+            pid = int((self.run_dir / FOLLOWER_PID).read_text())
+        except OSError:
+            return True
+        except ValueError:
+            return False
+        return process_alive(pid)
+
+    def wait(self, timeout: float | None = None, poll: float = POLL_SECONDS) -> Run:
+        """Wait for the job to end; its Run. Raises InvalidJobError or ProvisioningError when it ended without a
+        summary because of its inputs or the provisioning, TimeoutError after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (status := self.status()) not in FINAL_STATES:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"job {self.id} is still {status} after {timeout} s")
+            time.sleep(poll)
+        if self.summary is not None:
+            return Run.load(self.run_dir)
+        record = read_job_file(self.run_dir) or {}
+        if status != "cancelled":
+            raise job_error(self.id, record)
+        # Cancelled while it waited in the queue: it never ran.
+        return Run(status, int(record.get("rc") or 0), None, None, {})
+
+    def logs(self, rank: int | None = None, follow: bool = False, poll: float = POLL_SECONDS) -> Iterator[str]:
+        """The job's live log, line by line (every rank's lines behind ``[rank N node]``, the job's own behind
+        ``[job]``); only rank ``rank``'s lines when given. With ``follow``, goes on until the job has ended."""
+        prefix = None if rank is None else f"[rank {rank} "
+        offset = 0
+        while True:
+            ended = self.status() in FINAL_STATES
+            lines, offset = new_lines(self.run_dir / LIVE_LOG, offset)
+            yield from (line for line in lines if prefix is None or line.startswith(prefix))
+            if ended or not follow:
+                return
+            time.sleep(poll)
+
+    def cancel(self) -> bool:
+        """Stop the job: a queued one leaves the queue, a running one stops on every node (its summary then says
+        cancelled). False when it has already ended."""
+        if self.status() in FINAL_STATES:
+            return False
+        (self.run_dir / CANCEL_FILE).touch()
+        return True
+
+
+def list_runs(runs_dir: str | os.PathLike[str] = "runs") -> list[Job]:
+    """Every run in ``runs_dir`` (submitted or not), newest first."""
+    runs = Path(runs_dir).expanduser().resolve()
+    if not runs.is_dir():
+        return []
+    found = []
+    for entry in runs.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            with contextlib.suppress(RunNotFoundError):
+                found.append(Job.load(entry))
+    return sorted(found, key=lambda job: (started_at(job), job.id), reverse=True)
+
+
+def started_at(job: Job) -> float:
+    """When the job was submitted (or its directory last changed, for a run of train())."""
+    record = read_job_file(job.run_dir)
+    return float(record["submitted_at"]) if record else job.run_dir.stat().st_mtime
+
+
+def job_error(job_id: str, record: Mapping[str, Any]) -> JobError:
+    """The typed error of a job that ended without a summary."""
+    reasons = list(record.get("failures") or [])
+    if any(PREFLIGHT_TASK in reason for reason in reasons):
+        return InvalidJobError(job_id, reasons)
+    if record.get("failed_phase") == "provision":
+        return ProvisioningError(job_id, reasons)
+    return JobError(job_id, reasons)
+
+
+# ---------------------------------------------------------------- the follower
+
+
+def follow(run_dir: Path) -> int:
+    """Run the submitted job of ``run_dir`` when its turn comes, keeping job.json up to date; the playbook's rc."""
+    record = read_job_file(run_dir)
+    if record is None:
+        raise RunNotFoundError(f"no submitted job in {run_dir}")
+    with queue_turn(Path(record["queue"]), run_dir) as turn:
+        if not turn:
+            update_job_file(run_dir, state="cancelled", ended_at=time.time())
+            return 0
+        update_job_file(run_dir, state=PHASE_STATES["provision"], started_at=time.time())
+        session = _Session(FollowerRecords(run_dir).on_record)
+        runner = session.run(
+            "train.yml",
+            record["inventory"],
+            record["extravars"],
+            check=False,
+            collection_dir=Path(record["collection_dir"]),
+            artifacts_dir=run_dir / RUNNER_DIR,
+        )
+    summary = read_json(run_dir / SUMMARY_FILE)
+    final = str(summary["status"]) if summary else "failed"
+    update_job_file(
+        run_dir, state=final, rc=int(runner.rc or 0), ended_at=time.time(), task_counts=session.translate.totals()
+    )
+    return int(runner.rc or 0)
+
+
+@dataclass
+class FollowerRecords:
+    """What the follower keeps of the run's records: the state by phase, the failures, and a cancel asked for
+    before the job ran (the launcher clears old requests when the job starts: it is passed on once it trains)."""
+
+    run_dir: Path
+    phase: str = "provision"
+    cancel_wanted: bool = False
+
+    def on_record(self, record: Record) -> None:
+        self.cancel_wanted = self.cancel_wanted or (self.run_dir / CANCEL_FILE).exists()
+        if isinstance(record, PhaseChanged):
+            self.phase = record.phase
+            update_job_file(self.run_dir, state=PHASE_STATES.get(record.phase, record.phase))
+            if record.phase == "train" and self.cancel_wanted:
+                (self.run_dir / CANCEL_FILE).touch()
+        elif isinstance(record, Failure):
+            failures = list((read_job_file(self.run_dir) or {}).get("failures") or [])
+            failures.append(f"{record.host}: {record.task}: {record.reason}")
+            update_job_file(self.run_dir, failures=failures, failed_phase=self.phase)
+
+
+# ---------------------------------------------------------------- the queue
+
+
+def queue_dir(inventory: Path) -> Path:
+    """The queue of the cluster an inventory describes (one per inventory file)."""
+    key = hashlib.sha256(str(inventory).encode()).hexdigest()[:16]
+    return QUEUE_ROOT.expanduser() / key
+
+
+def enqueue(queue: Path, run_dir: Path) -> Path:
+    """The job's ticket in ``queue``: named by the time it was taken, holding the run directory."""
+    queue.mkdir(parents=True, exist_ok=True)
+    ticket = queue / f"{time.time_ns():020d}-{run_dir.name}"
+    ticket.write_text(str(run_dir))
+    return ticket
+
+
+def ticket_of(queue: Path, run_dir: Path) -> Path | None:
+    return next((ticket for ticket in sorted(queue.glob("*-*")) if ticket.read_text() == str(run_dir)), None)
+
+
+def ahead_of(queue: Path, ticket: Path) -> list[Path]:
+    """The tickets before ``ticket`` whose jobs have not ended (the others are removed)."""
+    waiting = []
+    for other in sorted(queue.glob("*-*")):
+        if other.name >= ticket.name:
+            break
+        run_dir = Path(other.read_text())
+        if not run_dir.is_dir() or Job(run_dir).status() in FINAL_STATES:
+            other.unlink(missing_ok=True)
+        else:
+            waiting.append(other)
+    return waiting
+
+
+@contextlib.contextmanager
+def queue_turn(queue: Path, run_dir: Path) -> Iterator[bool]:
+    """Wait until no job submitted before this one is left, then hold the cluster's lock; False when the job was
+    cancelled while it waited."""
+    ticket = ticket_of(queue, run_dir) or enqueue(queue, run_dir)
+    try:
+        while ahead_of(queue, ticket):
+            if (run_dir / CANCEL_FILE).exists():
+                yield False
+                return
+            time.sleep(POLL_SECONDS)
+        with (queue / "lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield not (run_dir / CANCEL_FILE).exists()
+    finally:
+        ticket.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- files
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_job_file(run_dir: Path) -> dict[str, Any] | None:
+    return read_json(run_dir / JOB_FILE)
+
+
+def write_job_file(run_dir: Path, record: Mapping[str, Any]) -> None:
+    """job.json, replaced atomically (a reader never sees half of it)."""
+    temporary = run_dir / f".{JOB_FILE}.{os.getpid()}"
+    temporary.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    temporary.replace(run_dir / JOB_FILE)
+
+
+def update_job_file(run_dir: Path, **changes: Any) -> None:
+    """job.json with ``changes`` (only the follower writes it once the job is submitted)."""
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    write_job_file(run_dir, {**(read_job_file(run_dir) or {}), **changes, "updated": stamp})
+
+
+def new_lines(path: Path, offset: int) -> tuple[list[str], int]:
+    """The complete lines of ``path`` after byte ``offset``, and the offset after them."""
+    try:
+        with path.open("rb") as log:
+            log.seek(offset)
+            data = log.read()
+    except OSError:
+        return [], offset
+    complete = data[: data.rfind(b"\n") + 1]
+    return complete.decode("utf-8", errors="replace").splitlines(), offset + len(complete)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+if __name__ == "__main__":
+    sys.exit(follow(Path(sys.argv[1])))

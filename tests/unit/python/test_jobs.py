@@ -1,0 +1,230 @@
+"""submit(), Job and the queue, run for real: a detached follower runs a stand-in train.yml through ansible-runner.
+
+The stand-in collection plays the parts the follower reads: the provisioning play, then the launch play whose
+``run_container.yml`` task file is the training phase. That phase writes the live log, waits for the job's hold (or a
+cancel request, as the job_wait action does) and writes summary.json like the launcher role. Failures are stand-in
+tasks named like the real preflight and provisioning tasks. The real playbooks run on the sim cluster (README).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from multinode_training import jobs
+from multinode_training.__main__ import extra_vars, main
+from multinode_training.api import RunNotFoundError
+from multinode_training.jobs import FINAL_STATES, InvalidJobError, Job, ProvisioningError, list_runs, submit
+
+TRAIN = """
+- name: Provision the nodes
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Judge every input of the run before any node changes
+      ansible.builtin.assert:
+        that: not (refuse | default(false) | bool)
+        fail_msg: launcher_timeout must be a whole number > 0
+    - name: Install the Docker engine
+      ansible.builtin.assert:
+        that: not (break_provisioning | default(false) | bool)
+        fail_msg: the engine did not start
+- name: Launch, wait, collect
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Train
+      ansible.builtin.include_tasks: run_container.yml
+"""
+
+RUN_CONTAINER = """
+- name: The ranks' lines
+  ansible.builtin.shell: |
+    mkdir -p {{ run_dir }}
+    printf '[job] rank 0 started on node1\\n[rank 0 node1] epoch 1\\n[rank 1 node2] epoch 1\\n' >> {{ run_dir }}/live.log
+  changed_when: true
+- name: Train until the hold is over or a cancel is asked for
+  ansible.builtin.wait_for:
+    path: "{{ run_dir }}/cancel"
+    timeout: "{{ hold | default(1) | int }}"
+  register: cancelled
+  ignore_errors: true
+- name: The summary
+  ansible.builtin.copy:
+    dest: "{{ run_dir }}/summary.json"
+    content: "{{ {'job_id': launcher_job_id, 'status': 'succeeded' if cancelled is failed else 'cancelled',
+                 'failure_reasons': [], 'started': started} | to_json }}"
+    mode: "0644"
+  vars:
+    started: "{{ now(utc=true).timestamp() }}"
+"""
+
+
+@pytest.fixture(name="cluster")
+def cluster_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A stand-in collection, an inventory of localhost, a runs directory and a queue of their own."""
+    collection = tmp_path / "collection"
+    (collection / "playbooks").mkdir(parents=True)
+    (collection / "playbooks" / "train.yml").write_text(textwrap.dedent(TRAIN))
+    (collection / "playbooks" / "run_container.yml").write_text(
+        textwrap.dedent(RUN_CONTAINER).replace("{{ run_dir }}", "{{ launcher_runs_dir }}/{{ launcher_job_id }}")
+    )
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    monkeypatch.setattr(jobs, "QUEUE_ROOT", tmp_path / "queue")
+    return {"collection": collection, "inventory": inventory, "runs": tmp_path / "runs"}
+
+
+def submitted(cluster: dict[str, Path], job_id: str, **variables: object) -> Job:
+    return submit(
+        cluster["inventory"],
+        extravars={"launcher_job_id": job_id, **variables},
+        runs_dir=cluster["runs"],
+        collection_dir=cluster["collection"],
+    )
+
+
+def wait_for(job: Job, wanted: str, timeout: float = 60) -> list[str]:
+    """The states seen until ``wanted``."""
+    seen = [job.status()]
+    deadline = time.monotonic() + timeout
+    while seen[-1] != wanted:
+        assert time.monotonic() < deadline, f"{job.id} never {wanted}: {seen}"
+        assert seen[-1] not in FINAL_STATES, f"{job.id} ended {seen[-1]}, not {wanted}: {seen}"
+        time.sleep(0.1)
+        if (state := job.status()) != seen[-1]:
+            seen.append(state)
+    return seen
+
+
+def test_submit_returns_at_once_and_the_job_runs_to_its_end_in_the_background(cluster: dict[str, Path]) -> None:
+    began = time.monotonic()
+    job = submitted(cluster, "job-a", hold=2)
+    assert time.monotonic() - began < 2
+    states = wait_for(job, "running")
+    run = job.wait(timeout=60)
+    assert run.status == "succeeded" and run.summary and run.summary["job_id"] == "job-a"
+    assert states[0] == "queued" and "provisioning" in states
+    assert list(job.logs()) == ["[job] rank 0 started on node1", "[rank 0 node1] epoch 1", "[rank 1 node2] epoch 1"]
+    assert list(job.logs(rank=1)) == ["[rank 1 node2] epoch 1"]
+    # ansible-runner's artifacts stay in the run directory: what the playbook printed can be read afterwards.
+    stdout = next((job.run_dir / "runner" / "artifacts").glob("*/stdout"))
+    assert "Judge every input of the run" in stdout.read_text()
+    assert [listed.id for listed in list_runs(cluster["runs"])] == ["job-a"]
+
+
+def test_two_jobs_submitted_at_once_run_one_after_the_other(cluster: dict[str, Path]) -> None:
+    first = submitted(cluster, "job-1", hold=4)
+    second = submitted(cluster, "job-2", hold=1)
+    wait_for(first, "running")
+    assert second.status() == "queued"
+    assert first.wait(timeout=60).status == "succeeded"
+    assert second.wait(timeout=60).status == "succeeded"
+    record_1 = json.loads((first.run_dir / "job.json").read_text())
+    record_2 = json.loads((second.run_dir / "job.json").read_text())
+    assert record_2["started_at"] >= record_1["ended_at"]
+    assert [job.id for job in list_runs(cluster["runs"])] == ["job-2", "job-1"]
+
+
+def test_a_queued_job_cancelled_never_runs(cluster: dict[str, Path]) -> None:
+    first = submitted(cluster, "job-long", hold=4)
+    second = submitted(cluster, "job-never")
+    wait_for(first, "running")
+    assert second.cancel()
+    assert second.wait(timeout=30).status == "cancelled"
+    assert second.summary is None and not (second.run_dir / "runner").exists()
+    assert first.wait(timeout=60).status == "succeeded"
+    assert not second.cancel(), "an ended job has nothing to stop"
+
+
+def test_a_running_job_is_cancelled_from_another_process_after_the_submitter_died(cluster: dict[str, Path]) -> None:
+    code = textwrap.dedent(f"""
+        import os, signal
+        from multinode_training import jobs
+        jobs.QUEUE_ROOT = jobs.Path({str(jobs.QUEUE_ROOT)!r})
+        job = jobs.submit({str(cluster['inventory'])!r}, extravars={{"launcher_job_id": "job-orphan", "hold": 60}},
+                          runs_dir={str(cluster['runs'])!r}, collection_dir={str(cluster['collection'])!r})
+        os.kill(os.getpid(), signal.SIGKILL)
+        """)
+    killed = subprocess.run([sys.executable, "-c", code], check=False, timeout=30)
+    assert killed.returncode == -9
+    job = Job.load(cluster["runs"] / "job-orphan")
+    wait_for(job, "running")
+    assert main(["cancel", str(job.run_dir)]) == 0
+    began = time.monotonic()
+    run = job.wait(timeout=30)
+    assert run.status == "cancelled" and run.summary and run.summary["status"] == "cancelled"
+    assert time.monotonic() - began < 15
+
+
+@pytest.mark.parametrize(
+    ("variables", "error", "reason"),
+    [
+        ({"refuse": True}, InvalidJobError, "launcher_timeout must be a whole number > 0"),
+        ({"break_provisioning": True}, ProvisioningError, "the engine did not start"),
+    ],
+)
+def test_a_job_that_never_ran_raises_its_typed_error(
+    cluster: dict[str, Path], variables: dict[str, object], error: type, reason: str
+) -> None:
+    job = submitted(cluster, "job-bad", **variables)
+    with pytest.raises(error, match=reason) as raised:
+        job.wait(timeout=60)
+    assert raised.value.job_id == "job-bad"
+    assert job.status() == "failed"
+
+
+def test_a_job_id_queued_or_running_is_not_submitted_twice(cluster: dict[str, Path]) -> None:
+    job = submitted(cluster, "job-once", hold=3)
+    with pytest.raises(InvalidJobError, match="a job with this id is"):
+        submitted(cluster, "job-once")
+    assert job.wait(timeout=60).status == "succeeded"
+    assert submitted(cluster, "job-once").wait(timeout=60).status == "succeeded", "an ended one may run again"
+
+
+def test_a_job_whose_follower_died_is_lost(cluster: dict[str, Path]) -> None:
+    run_dir = cluster["runs"] / "job-gone"
+    run_dir.mkdir(parents=True)
+    (run_dir / "job.json").write_text(json.dumps({"job_id": "job-gone", "state": "running", "submitted_at": 1.0}))
+    (run_dir / "follower.pid").write_text("999999999\n")
+    assert Job.load(run_dir).status() == "lost"
+
+
+def test_a_run_of_train_without_a_job_file_is_listed_by_its_summary(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "20261127-141148-torchrun"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text(json.dumps({"job_id": run_dir.name, "status": "failed"}))
+    (tmp_path / "runs" / "not-a-run").mkdir()
+    (tmp_path / "runs" / "latest").symlink_to(run_dir.name)
+    assert [(job.id, job.status()) for job in list_runs(tmp_path / "runs")] == [(run_dir.name, "failed")]
+
+
+def test_loading_no_run_raises_and_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(RunNotFoundError):
+        Job.load(tmp_path / "nothing")
+    assert not (tmp_path / "nothing").exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "variables"),
+    [
+        (["launcher_type=mpiexec"], {"launcher_type": "mpiexec"}),
+        (["a=1 b=two"], {"a": "1", "b": "two"}),
+        (['{"launcher_script_args": ["--epochs", 3]}'], {"launcher_script_args": ["--epochs", 3]}),
+        (["a=1", '{"a": 2}'], {"a": 2}),
+    ],
+)
+def test_extra_vars_are_read_as_ansible_playbook_reads_them(given: list[str], variables: dict[str, object]) -> None:
+    assert extra_vars(given) == variables
+
+
+@pytest.mark.parametrize("given", [["novalue"], ["=value"]])
+def test_an_extra_var_without_a_name_or_value_is_refused(given: list[str]) -> None:
+    with pytest.raises(ValueError, match="VAR=VALUE"):
+        extra_vars(given)
