@@ -95,7 +95,12 @@ def test_an_exit_with_status_0_leaves_the_group(site: dict[str, Path], ending: s
 
 @pytest.mark.parametrize(
     ("ending", "status"),
-    [("sys.exit(3)", 3), ("sys.exit('bad input')", 1), ("raise ValueError('diverged')", 1), ("from sys import exit; exit(4)", 4)],
+    [
+        ("sys.exit(3)", 3),
+        ("sys.exit('bad input')", 1),
+        ("raise ValueError('diverged')", 1),
+        ("from sys import exit; exit(4)", 4),
+    ],
 )
 def test_a_failing_rank_keeps_its_group_and_its_exit_status(site: dict[str, Path], ending: str, status: int) -> None:
     # A failing rank may have a collective in flight that never ends: destroying the group would wait for it.
