@@ -149,8 +149,11 @@ class Job:
         summary = self.summary
         record = read_job_file(self.run_dir)
         if record is None:
-            # A run of train() or ansible-playbook: its summary, else it is still going.
-            return str(summary["status"]) if summary else "running"
+            # A run of train() or ansible-playbook: its summary, else whether its playbook has ended (train() keeps
+            # ansible-runner's artifacts, whose status file is written at the end).
+            if summary:
+                return str(summary["status"])
+            return "failed" if any((self.run_dir / RUNNER_DIR / "artifacts").glob("*/status")) else "running"
         state = str(record["state"])
         if state in FINAL_STATES or self.follower_alive():
             return state
@@ -248,14 +251,18 @@ def follow(run_dir: Path) -> int:
             return 0
         update_job_file(run_dir, state=PHASE_STATES["provision"], started_at=time.time())
         session = _Session(FollowerRecords(run_dir).on_record)
-        runner = session.run(
-            "train.yml",
-            record["inventory"],
-            record["extravars"],
-            check=False,
-            collection_dir=Path(record["collection_dir"]),
-            artifacts_dir=run_dir / RUNNER_DIR,
-        )
+        try:
+            runner = session.run(
+                "train.yml",
+                record["inventory"],
+                record["extravars"],
+                check=False,
+                collection_dir=Path(record["collection_dir"]),
+                artifacts_dir=run_dir / RUNNER_DIR,
+            )
+        except Exception as error:
+            update_job_file(run_dir, state="failed", ended_at=time.time(), failures=[f"the follower failed: {error}"])
+            raise
     summary = read_json(run_dir / SUMMARY_FILE)
     final = str(summary["status"]) if summary else "failed"
     update_job_file(
@@ -356,6 +363,8 @@ def read_job_file(run_dir: Path) -> dict[str, Any] | None:
 def write_job_file(run_dir: Path, record: Mapping[str, Any]) -> None:
     """job.json, replaced atomically (a reader never sees half of it)."""
     temporary = run_dir / f".{JOB_FILE}.{os.getpid()}"
+    # It holds the job's extra variables: only its owner reads it.
+    temporary.touch(mode=0o600)
     temporary.write_text(json.dumps(record, indent=2, default=str) + "\n")
     temporary.replace(run_dir / JOB_FILE)
 

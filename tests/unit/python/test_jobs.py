@@ -228,3 +228,20 @@ def test_extra_vars_are_read_as_ansible_playbook_reads_them(given: list[str], va
 def test_an_extra_var_without_a_name_or_value_is_refused(given: list[str]) -> None:
     with pytest.raises(ValueError, match="VAR=VALUE"):
         extra_vars(given)
+
+
+def test_the_job_file_is_read_by_its_owner_only(cluster: dict[str, Path]) -> None:
+    job = submitted(cluster, "job-private", token="s3cret")
+    assert (job.run_dir / "job.json").stat().st_mode & 0o777 == 0o600
+    assert job.wait(timeout=60).status == "succeeded"
+
+
+@pytest.mark.parametrize(("artifacts", "status"), [(False, "running"), (True, "failed")])
+def test_a_run_of_train_without_a_summary_is_running_until_its_playbook_ended(
+    tmp_path: Path, artifacts: bool, status: str
+) -> None:
+    run_dir = tmp_path / "job-t"
+    (run_dir / "runner" / "artifacts" / "ident").mkdir(parents=True)
+    if artifacts:
+        (run_dir / "runner" / "artifacts" / "ident" / "status").write_text("failed")
+    assert Job.load(run_dir).status() == status
