@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Make this machine able to run the simulated cluster: a running Docker engine and debootstrap.
-# Idempotent: does nothing when both are already there. Needs root (or sudo) for the installs.
+# Make this machine able to run the simulated cluster: a running Docker engine and debootstrap; and Chromium, in
+# which the tests open a run's report.html headless. Idempotent: does nothing when all are already there. Needs
+# root (or sudo) for the installs.
 set -euo pipefail
 
 log() { printf '[host-setup] %s\n' "$*" >&2; }
@@ -13,6 +14,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]} from the distribution"
   as_root apt-get update -q
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+if ! command -v chromium >/dev/null; then
+  log "installing chromium from the distribution (the report test opens report.html in it, headless)"
+  [ ${#missing[@]} -gt 0 ] || as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null
 fi
 
 if ! docker info >/dev/null 2>&1; then

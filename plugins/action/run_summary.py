@@ -45,6 +45,20 @@ ARGUMENT_SPEC: dict[str, Any] = {
 }
 
 
+def written_report(run_dir: Path) -> str:
+    """report.html beside the summary, when the multinode-training Python package and its report extra are on the
+    controller: its path, else why there is none. A report that cannot be drawn never fails the run."""
+    try:
+        # pylint: disable-next=import-outside-toplevel (optional: the Python package, not part of this collection)
+        from multinode_training.report import write_report
+    except ImportError:
+        return "no report.html: pip install 'multinode-training[report]' on the controller, then multinode-training report RUN"
+    try:
+        return str(write_report(run_dir))
+    except Exception as error:  # pylint: disable=broad-exception-caught
+        return f"no report.html: {error}"
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
@@ -59,6 +73,8 @@ class ActionModule(ActionBase):
             if decision.restart:
                 self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
             write_json(path, summary)
+            if not decision.restart:
+                result["report"] = written_report(run_dir)
         result.update(
             changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=summary["restarts"],
             next_hosts=list(decision.hosts),

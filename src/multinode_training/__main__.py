@@ -4,7 +4,7 @@
     multinode-training submit INVENTORY [-e VAR=VALUE ...]  submit a job and return at once
     multinode-training plan INVENTORY [-e VAR=VALUE ...]    what a job would run, nothing changed
     multinode-training list                                 the runs, newest first
-    multinode-training show|logs|watch|cancel [RUN]         one run: its results, its log, follow it, stop it
+    multinode-training show|logs|watch|cancel|report [RUN]  one run: results, log, follow, stop, report.html
 
 RUN is a run directory, or the name of one in ``--runs-dir`` (default ``runs``); ``latest`` (the default) is the
 job started last.
@@ -22,10 +22,11 @@ from typing import Any, TextIO
 
 from multinode_training.api import LIVE_LOG, SUMMARY_FILE, RunNotFoundError, cancel, plan
 from multinode_training.jobs import Job, JobError, list_runs, new_lines, submit
+from multinode_training.report import ReportUnavailable, write_report
 from multinode_training.show import describe, runs_table
 
 POLL_SECONDS = 0.5
-RUN_COMMANDS = ("show", "logs", "watch", "cancel")
+RUN_COMMANDS = ("show", "logs", "watch", "cancel", "report")
 
 
 def run_dir_of(run: str, runs_dir: str) -> Path:
@@ -90,6 +91,7 @@ def parser_of() -> argparse.ArgumentParser:
         ("logs", "a run's live log"),
         ("watch", "follow a run's log until it ends"),
         ("cancel", "stop a queued or running job"),
+        ("report", "write a run's report.html (plots of its metrics, throughput and phases)"),
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("run", nargs="?", default="latest", help="run directory or name (default: latest)")
@@ -140,6 +142,16 @@ def run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         parser.error(str(error))
     if args.command == "show":
         print(describe(job))
+        return 0
+    if args.command == "report":
+        if job.summary is None:
+            print(f"{job.id} has no summary yet: a report is written once it has ended", file=sys.stderr)
+            return 1
+        try:
+            print(write_report(run_dir))
+        except ReportUnavailable as error:
+            print(error, file=sys.stderr)
+            return 1
         return 0
     if args.command == "logs":
         for line in job.logs(rank=args.rank, follow=args.follow):
