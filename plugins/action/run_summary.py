@@ -42,21 +42,25 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "lost_nodes": {"type": "list", "elements": "str", "default": []},
     "min_nodes": {"type": "int", "default": 1},
     "spares": {"type": "list", "elements": "str", "default": []},
+    "mlflow_tracking_uri": {"type": "str", "default": ""},
+    "mlflow_experiment": {"type": "str", "default": "multinode-training"},
 }
 
 
-def written_report(run_dir: Path) -> str:
-    """report.html beside the summary, when the multinode-training Python package and its report extra are on the
-    controller: its path, else why there is none. A report that cannot be drawn never fails the run."""
+def recorded(run_dir: Path, mlflow_tracking_uri: str, mlflow_experiment: str) -> dict[str, str]:
+    """report.html, TensorBoard's event files and the MLflow run of a run that ended, when the multinode-training
+    Python package is on the controller (multinode_training.trackers.record_run): what each is, or why it is not
+    there. Nothing here ever fails the run."""
     try:
         # pylint: disable-next=import-outside-toplevel (optional: the Python package, not part of this collection)
-        from multinode_training.report import write_report
+        from multinode_training.trackers import record_run
     except ImportError:
-        return "no report.html: pip install 'multinode-training[report]' on the controller, then multinode-training report RUN"
+        hint = "not written: pip install 'multinode-training[report]' on the controller, then multinode-training report RUN"
+        return {"report": hint}
     try:
-        return str(write_report(run_dir))
+        return record_run(run_dir, mlflow_tracking_uri=mlflow_tracking_uri, mlflow_experiment=mlflow_experiment)
     except Exception as error:  # pylint: disable=broad-exception-caught
-        return f"no report.html: {error}"
+        return {"report": f"not written: {error}"}
 
 
 class ActionModule(ActionBase):
@@ -74,7 +78,7 @@ class ActionModule(ActionBase):
                 self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
             write_json(path, summary)
             if not decision.restart:
-                result["report"] = written_report(run_dir)
+                result["recorded"] = recorded(run_dir, args["mlflow_tracking_uri"], args["mlflow_experiment"])
         result.update(
             changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=summary["restarts"],
             next_hosts=list(decision.hosts),

@@ -24,6 +24,10 @@ description:
   - When the attempt failed and the policy (O(max_restarts), O(restart_on)) restarts it, its collected C(nodes/) and
     C(stall.json) are moved to O(run_dir)C(/attempts/<attempt>/) with its summary, a C(restart) record is added to the
     run's C(progress.jsonl) and C(live.log), and RV(restart) is true; summary.json itself is written by the last attempt.
+  - With the last summary written, the run is also recorded for the tools researchers use when the
+    multinode-training Python package is on the controller (its C(report), C(tensorboard) and C(mlflow) extras)
+    C(report.html), TensorBoard event files in C(tensorboard/), and with O(mlflow_tracking_uri) an MLflow run
+    named after the job's name. What is missing or fails is named in RV(recorded), never a failed task.
   - Runs on the controller, in Ansible's own process, whatever host the task is for.
 author:
   - multinode.training team (@multinode-training)
@@ -145,6 +149,16 @@ options:
     type: list
     elements: str
     default: []
+  mlflow_tracking_uri:
+    description:
+      - MLflow tracking URI to log the run to (parameters, metrics per epoch, summary and report as artifacts);
+        empty for none. A later job of the same name continues the same MLflow run.
+    type: str
+    default: ""
+  mlflow_experiment:
+    description: MLflow experiment of the run.
+    type: str
+    default: multinode-training
 """
 
 EXAMPLES = r"""
@@ -163,6 +177,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+recorded:
+  description:
+    - What the run left for other tools, by name (C(report), C(tensorboard), C(mlflow)), each its path or MLflow
+      run id, or C(not written) and why. Only after the last attempt, not in check mode.
+  returned: when the last summary was written
+  type: dict
+  sample: {"report": "runs/job-1/report.html", "tensorboard": "runs/job-1/tensorboard"}
 path:
   description: Path of the summary file (under C(attempts/<attempt>/) when the job is restarted).
   returned: always

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from multinode_training.api import LIVE_LOG, SUMMARY_FILE, RunNotFoundError, cancel, plan
 from multinode_training.jobs import Job, JobError, list_runs, new_lines, submit
-from multinode_training.report import ReportUnavailable, write_report
+from multinode_training.trackers import record_run
 from multinode_training.show import describe, runs_table
 
 POLL_SECONDS = 0.5
@@ -91,11 +91,17 @@ def parser_of() -> argparse.ArgumentParser:
         ("logs", "a run's live log"),
         ("watch", "follow a run's log until it ends"),
         ("cancel", "stop a queued or running job"),
-        ("report", "write a run's report.html (plots of its metrics, throughput and phases)"),
+        ("report", "write a run's report.html and TensorBoard files (and log it to MLflow)"),
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("run", nargs="?", default="latest", help="run directory or name (default: latest)")
         command.add_argument("--runs-dir", default=argparse.SUPPRESS)
+        if name == "report":
+            command.add_argument(
+                "--mlflow-tracking-uri",
+                default=os.environ.get("MLFLOW_TRACKING_URI", ""),
+                help="also log the run to MLflow (default: $MLFLOW_TRACKING_URI; e.g. sqlite:///mlflow.db)",
+            )
         if name == "logs":
             command.add_argument("-f", "--follow", action="store_true", help="go on until the job ends")
             command.add_argument("--rank", type=int, help="only this rank's lines")
@@ -147,12 +153,10 @@ def run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         if job.summary is None:
             print(f"{job.id} has no summary yet: a report is written once it has ended", file=sys.stderr)
             return 1
-        try:
-            print(write_report(run_dir))
-        except ReportUnavailable as error:
-            print(error, file=sys.stderr)
-            return 1
-        return 0
+        recorded = record_run(run_dir, mlflow_tracking_uri=args.mlflow_tracking_uri)
+        for name, what in recorded.items():
+            print(f"{name}: {what}")
+        return 1 if recorded["report"].startswith("not written") else 0
     if args.command == "logs":
         for line in job.logs(rank=args.rank, follow=args.follow):
             print(line, flush=True)
