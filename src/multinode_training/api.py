@@ -240,8 +240,13 @@ def train(
 
     session = _Session(on_record)
     runner = session.run(
-        "train.yml", inventory, variables, check=False, collection_dir=find_collection(collection_dir),
-        progress=ProgressReader(run_dir / PROGRESS_FILE, not_before=started), on_interrupt=on_interrupt,
+        "train.yml",
+        inventory,
+        variables,
+        check=False,
+        collection_dir=find_collection(collection_dir),
+        progress=ProgressReader(run_dir / PROGRESS_FILE, not_before=started),
+        on_interrupt=on_interrupt,
         artifacts_dir=run_dir / RUNNER_DIR,
     )
     summary_file = run_dir / SUMMARY_FILE
@@ -250,7 +255,13 @@ def train(
         status = summary["status"]
     else:
         status = "cancelled" if session.hard_stop.is_set() else ("failed" if runner.rc else str(runner.status))
-    return Run(status=status, rc=int(runner.rc or 0), dir=run_dir if summary else None, summary=summary, task_counts=session.translate.totals())
+    return Run(
+        status=status,
+        rc=int(runner.rc or 0),
+        dir=run_dir if summary else None,
+        summary=summary,
+        task_counts=session.translate.totals(),
+    )
 
 
 class RunNotFoundError(LookupError):
@@ -296,9 +307,13 @@ def plan(
             failures.append(f"{record.host}: {record.task}: {record.reason}")
 
     session = _Session(keep_plan)
-    runner = session.run("train.yml", inventory, extravars or {}, check=True, collection_dir=find_collection(collection_dir))
+    runner = session.run(
+        "train.yml", inventory, extravars or {}, check=True, collection_dir=find_collection(collection_dir)
+    )
     if runner.rc != 0 or not shown:
-        raise PlanError(f"the check run {'failed' if runner.rc else 'showed no plan'} (rc {runner.rc}): " + "; ".join(failures))
+        raise PlanError(
+            f"the check run {'failed' if runner.rc else 'showed no plan'} (rc {runner.rc}): " + "; ".join(failures)
+        )
     found = shown[-1]
     totals = session.translate.totals()
     return Plan(

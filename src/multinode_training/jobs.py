@@ -78,11 +78,13 @@ def submit(
     extravars: Mapping[str, Any] | None = None,
     runs_dir: str | os.PathLike[str] = "runs",
     collection_dir: str | os.PathLike[str] | None = None,
+    provision: bool = True,
 ) -> Job:
     """Queue the job of ``inventory`` (playbooks/train.yml with ``extravars``) and return its handle at once.
 
     Provisioning, the launch and the training go on in a detached follower; a job id already queued or running is
-    refused (InvalidJobError).
+    refused (InvalidJobError). ``provision=False`` runs playbooks/launch.yml instead, for a cluster provisioned
+    before: the job only, after the check that each node still holds its provisioning (a node that drifted is named).
     """
     inventory_path = Path(inventory).expanduser().resolve()
     if not inventory_path.exists():
@@ -106,6 +108,7 @@ def submit(
             "inventory": str(inventory_path),
             "extravars": {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)},
             "collection_dir": str(find_collection(collection_dir)),
+            "playbook": "train.yml" if provision else "launch.yml",
             "queue": str(queue_dir(inventory_path)),
         },
     )
@@ -253,7 +256,7 @@ def follow(run_dir: Path) -> int:
         session = _Session(FollowerRecords(run_dir).on_record)
         try:
             runner = session.run(
-                "train.yml",
+                str(record.get("playbook") or "train.yml"),
                 record["inventory"],
                 record["extravars"],
                 check=False,

@@ -108,7 +108,8 @@ class Stalled:
 @dataclass(frozen=True)
 class Restarted:
     """Attempt ``attempt`` of the job failed with a cause the restart policy restarts (``cause_kind``, e.g.
-    ``worker_lost``, ``stall``): the job is relaunched from its newest checkpoint; ``text`` says which restart and why."""
+    ``worker_lost``, ``stall``): the job is relaunched from its newest checkpoint; ``text`` says which restart and why.
+    """
 
     attempt: int
     cause_kind: str
@@ -173,7 +174,9 @@ class Translator:
         self.run_counts.setdefault(host, Counter())[status] += 1
         records: list[Record] = []
         if status in ("failed", "unreachable") and not data.get("ignore_errors"):
-            records.append(Failure(host=host, task=str(data.get("task", "")), reason=str(result.get("msg", "")).strip()))
+            records.append(
+                Failure(host=host, task=str(data.get("task", "")), reason=str(result.get("msg", "")).strip())
+            )
         plan = result.get("msg") if str(data.get("task", "")).endswith("Show the plan") else None
         if isinstance(plan, dict):
             records.append(PlanShown(plan=plan))
@@ -213,7 +216,11 @@ class ProgressReader:
             return []
         complete = data[: data.rfind(b"\n") + 1]
         self.offset += len(complete)
-        found = [self.record(json.loads(line)) for line in complete.decode("utf-8", errors="replace").splitlines() if line.strip()]
+        found = [
+            self.record(json.loads(line))
+            for line in complete.decode("utf-8", errors="replace").splitlines()
+            if line.strip()
+        ]
         return [record for record in found if record is not None]
 
     def record(self, line: dict[str, Any]) -> Record | None:
@@ -224,20 +231,32 @@ class ProgressReader:
             return RankStarted(rank=int(line["rank"]), node=str(line["node"]), started=len(self.started))
         if kind == "ended":
             self.ended.add(int(line["rank"]))
-            return RankEnded(rank=int(line["rank"]), node=str(line["node"]), code=int(line["code"]), ended=len(self.ended))
+            return RankEnded(
+                rank=int(line["rank"]), node=str(line["node"]), code=int(line["code"]), ended=len(self.ended)
+            )
         if kind == "epoch":
             return Progress(
-                rank=int(line["rank"]), node=str(line["node"]), epoch=line.get("epoch"), loss=line.get("loss"),
+                rank=int(line["rank"]),
+                node=str(line["node"]),
+                epoch=line.get("epoch"),
+                loss=line.get("loss"),
                 samples_per_s=line.get("samples_per_s"),
             )
         if kind == "stall":
-            return Stalled(ranks=list(line.get("ranks") or []), seconds=float(line.get("seconds") or 0), text=str(line["text"]))
+            return Stalled(
+                ranks=list(line.get("ranks") or []), seconds=float(line.get("seconds") or 0), text=str(line["text"])
+            )
         if kind == "straggler":
             return Straggler(
-                rank=int(line["rank"]), node=str(line["node"]), slower_by=float(line.get("slower_by") or 0),
-                seconds=float(line.get("seconds") or 0), text=str(line["text"]),
+                rank=int(line["rank"]),
+                node=str(line["node"]),
+                slower_by=float(line.get("slower_by") or 0),
+                seconds=float(line.get("seconds") or 0),
+                text=str(line["text"]),
             )
         if kind == "restart":
-            return Restarted(attempt=int(line["attempt"]), cause_kind=str(line.get("cause_kind")), text=str(line["text"]))
+            return Restarted(
+                attempt=int(line["attempt"]), cause_kind=str(line.get("cause_kind")), text=str(line["text"])
+            )
         details = {key: value for key, value in line.items() if key not in ("kind", "time", "text")}
         return JobEvent(kind=kind, text=str(line.get("text") or kind), details=details)

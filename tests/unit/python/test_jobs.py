@@ -72,6 +72,8 @@ def cluster_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
     collection = tmp_path / "collection"
     (collection / "playbooks").mkdir(parents=True)
     (collection / "playbooks" / "train.yml").write_text(textwrap.dedent(TRAIN))
+    launch_play = TRAIN[TRAIN.index("- name: Launch, wait, collect") :]
+    (collection / "playbooks" / "launch.yml").write_text(textwrap.dedent(launch_play))
     (collection / "playbooks" / "run_container.yml").write_text(
         textwrap.dedent(RUN_CONTAINER).replace("{{ run_dir }}", "{{ launcher_runs_dir }}/{{ launcher_job_id }}")
     )
@@ -245,3 +247,16 @@ def test_a_run_of_train_without_a_summary_is_running_until_its_playbook_ended(
     if artifacts:
         (run_dir / "runner" / "artifacts" / "ident" / "status").write_text("failed")
     assert Job.load(run_dir).status() == status
+
+
+def test_a_job_for_a_provisioned_cluster_runs_launch_yml_only(cluster: dict[str, Path]) -> None:
+    job = submit(
+        cluster["inventory"],
+        extravars={"launcher_job_id": "job-warm"},
+        runs_dir=cluster["runs"],
+        collection_dir=cluster["collection"],
+        provision=False,
+    )
+    assert job.wait(timeout=60).status == "succeeded"
+    stdout = next((job.run_dir / "runner" / "artifacts").glob("*/stdout")).read_text()
+    assert "Launch, wait, collect" in stdout and "Judge every input" not in stdout
