@@ -52,12 +52,9 @@ from playbook_runs import ROOT
 import multinode_training as mt
 
 NAME = "api_overhead"
-RESULTS_DIR = ROOT / "benchmarks" / "results"
-RESULTS_JSON = RESULTS_DIR / f"{NAME}.json"
-RESULTS_MD = RESULTS_DIR / f"{NAME}.md"
-LOG_DIR = RESULTS_DIR / f"{NAME}_logs"
-INVENTORY = ROOT / "inventories" / "sim" / "hosts.yml"
-RUNS_DIR = ROOT / "runs"
+RESULTS_JSON, RESULTS_MD, LOG_DIR = playbook_runs.result_files(NAME)
+INVENTORY = playbook_runs.SIM_INVENTORY
+RUNS_DIR = playbook_runs.RUNS_DIR
 PLAYBOOK = "playbooks/train.yml"
 SUMMARY_KEYS = ("wall_s", "train_s", "overhead_s", "controller_cpu_s", "changed")
 API_ONLY_KEYS = ("records", "first_progress_s")
@@ -251,7 +248,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def write_results(results: dict[str, Any]) -> None:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
     RESULTS_MD.write_text(markdown(results))
 

@@ -20,6 +20,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+SIM_INVENTORY = ROOT / "inventories" / "sim" / "hosts.yml"
+RUNS_DIR = ROOT / "runs"
+
+
+def result_files(name: str) -> tuple[Path, Path, Path]:
+    """A benchmark's results (JSON), its README-ready section (markdown) and its log directory."""
+    return RESULTS_DIR / f"{name}.json", RESULTS_DIR / f"{name}.md", RESULTS_DIR / f"{name}_logs"
 VENV_BIN = ROOT / ".venv" / "bin"
 STEP_TIMEOUT_S = 3600
 PR_SET_CHILD_SUBREAPER = 36

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Benchmark: a warm submit to the provisioned 3-node sim cluster (issue 28), beside ``ansible-playbook launch.yml``.
+
+The same short job (the collection's example, ``--epochs 3``) is run --runs times (default 3) each of three ways,
+taken in turn:
+
+- ``launch.yml``: ``ansible-playbook playbooks/launch.yml`` (the warm path until now), through the harness;
+- ``submit (launch.yml)``: ``multinode_training.submit(..., provision=False)``: the job only, its drift check kept;
+- ``submit (train.yml)``: ``multinode_training.submit(...)``: provisioning's fast path (a check per node), the job.
+
+Measured from the moment the job was asked for (the harness starting ansible-playbook, the call to submit()):
+how long submit() took to return; when every rank had started (the ``started`` records of progress.jsonl, which
+the rank wrappers time on the nodes); and the whole job's overhead: its wall time (to the playbook's end; for
+submit() to the follower's ``ended_at`` in job.json) minus its training time (summary.json ``phases.train``).
+Medians are reported. Writes benchmarks/results/submit_bench.json and a README-ready submit_bench.md, embedded
+in README.md between its markers.
+
+    make sim train                      # once: a provisioned sim cluster (inventories/sim)
+    .venv/bin/python benchmarks/submit_bench.py [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import playbook_runs
+from playbook_runs import ROOT
+
+import multinode_training as mt
+
+NAME = "submit_bench"
+RESULTS_JSON, RESULTS_MD, LOG_DIR = playbook_runs.result_files(NAME)
+INVENTORY = playbook_runs.SIM_INVENTORY
+RUNS_DIR = playbook_runs.RUNS_DIR
+JOB_ARGS = ["--epochs", "3"]
+WAYS = ("launch.yml", "submit (launch.yml)", "submit (train.yml)")
+MEASURES = ("submit_return_s", "ranks_started_s", "wall_s", "train_s", "overhead_s")
+
+
+def job_id(way: str, index: int) -> str:
+    slug = {"launch.yml": "cli", "submit (launch.yml)": "warm", "submit (train.yml)": "full"}[way]
+    return f"submitbench-{slug}-{datetime.datetime.now(datetime.UTC):%H%M%S}-{index}"
+
+
+def ranks_started_at(run_dir: Path) -> float:
+    """When the last rank of the job started (epoch seconds, the rank wrappers' clocks)."""
+    times = [
+        float(record["time"])
+        for record in map(json.loads, (run_dir / "progress.jsonl").read_text().splitlines())
+        if record.get("kind") == "started"
+    ]
+    if not times:
+        raise SystemExit(f"{run_dir}: no rank started")
+    return max(times)
+
+
+def succeeded_summary(run_dir: Path) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
+    if summary.get("status") != "succeeded":
+        raise SystemExit(f"{run_dir.name}: {summary.get('status')}: {summary.get('failure_reasons')}")
+    return summary
+
+
+def measured(run_dir: Path, asked_at: float, ended_at: float, submit_return_s: float | None) -> dict[str, Any]:
+    summary = succeeded_summary(run_dir)
+    wall = ended_at - asked_at
+    train = float(summary["phases"]["train"])
+    return {
+        "job_id": run_dir.name,
+        "submit_return_s": None if submit_return_s is None else round(submit_return_s, 3),
+        "ranks_started_s": round(ranks_started_at(run_dir) - asked_at, 2),
+        "wall_s": round(wall, 2),
+        "train_s": round(train, 2),
+        "overhead_s": round(wall - train, 2),
+    }
+
+
+def cli_run(index: int) -> dict[str, Any]:
+    job = job_id("launch.yml", index)
+    asked_at = time.time()
+    step = playbook_runs.run_playbook(
+        f"cli-{index}",
+        "playbooks/launch.yml",
+        {"launcher_job_id": job, "launcher_script_args": JOB_ARGS},
+        inventory=str(INVENTORY),
+        log_dir=LOG_DIR,
+    )
+    if not step.ok:
+        raise SystemExit(f"launch.yml run {index} ({job}) failed (rc {step.rc}): {step.error}")
+    return measured(RUNS_DIR / job, asked_at, asked_at + step.wall_s, None)
+
+
+def submit_run(way: str, index: int) -> dict[str, Any]:
+    job_name = job_id(way, index)
+    asked_at = time.time()
+    job = mt.submit(
+        INVENTORY,
+        extravars={"launcher_job_id": job_name, "launcher_script_args": JOB_ARGS},
+        runs_dir=RUNS_DIR,
+        provision=way == "submit (train.yml)",
+    )
+    returned_s = time.time() - asked_at
+    run = job.wait(timeout=900)
+    if run.status != "succeeded":
+        raise SystemExit(f"{way} run {index} ({job_name}): {run.status}")
+    ended_at = float(json.loads((job.run_dir / "job.json").read_text())["ended_at"])
+    return measured(job.run_dir, asked_at, ended_at, returned_s)
+
+
+def median(values: list[Any]) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(statistics.median(present), 2) if present else None
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    columns = " | ".join(f"`{way}`" for way in WAYS)
+    rows = [f"| median of {{runs}} | {columns} |", "|---|" + "---:|" * len(WAYS)]
+    labels = {
+        "submit_return_s": "submit() returned after s",
+        "ranks_started_s": "every rank started after s",
+        "wall_s": "whole job (wall) s",
+        "train_s": "training s (summary.json `phases.train`)",
+        "overhead_s": "**overhead s** (whole job minus training)",
+    }
+    counts = {way: sum(1 for result in results if result["way"] == way) for way in WAYS}
+    for measure in MEASURES:
+        cells = []
+        for way in WAYS:
+            value = median([result[measure] for result in results if result["way"] == way])
+            cells.append("-" if value is None else (f"**{value}**" if measure == "overhead_s" else str(value)))
+        rows.append(f"| {labels[measure]} | " + " | ".join(cells) + " |")
+    rows[0] = rows[0].format(runs=min(counts.values()))
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    intro = (
+        f"`benchmarks/submit_bench.py` ({when}, this machine: 2 cores): the collection's example with"
+        f" `{' '.join(JOB_ARGS)}` on the provisioned 3-node sim cluster, each way in turn. Seconds from asking for"
+        " the job (starting ansible-playbook, calling `submit()`): until `submit()` returned, until every rank had"
+        " started (the ranks' own `started` records), and the whole job's overhead: its wall time (to the end of"
+        " the playbook; for `submit()` the follower's `ended_at`) minus its training time."
+    )
+    return "\n".join(["### A warm submit (3-node sim cluster)", "", intro, "", *rows]) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    playbook_runs.become_subreaper()
+    results = []
+    for index in range(1, args.runs + 1):
+        for way in WAYS:
+            result = cli_run(index) if way == "launch.yml" else submit_run(way, index)
+            result["way"] = way
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    playbook_runs.write_results({"results": results}, RESULTS_JSON, RESULTS_MD, report(results))
+    print(RESULTS_MD.read_text())
+
+
+if __name__ == "__main__":
+    main()
