@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import playbook_runs
-from playbook_runs import ROOT
 
 import multinode_training as mt
 
