@@ -52,7 +52,8 @@ def recorded(run_dir: Path, mlflow_tracking_uri: str, mlflow_experiment: str) ->
     Python package is on the controller (multinode_training.trackers.record_run): what each is, or why it is not
     there. Nothing here ever fails the run."""
     try:
-        # pylint: disable-next=import-outside-toplevel (optional: the Python package, not part of this collection)
+        # Optional: the Python package, not part of this collection.
+        # pylint: disable-next=import-outside-toplevel
         from multinode_training.trackers import record_run
     except ImportError:
         hint = "not written: pip install 'multinode-training[report]' on the controller, then multinode-training report RUN"

@@ -71,7 +71,7 @@ def leave_process_group() -> None:
         distributed.destroy_process_group()
     except Exception as exc:  # pylint: disable=broad-exception-caught
         # The exit status is the script's: a failed clean-up is said, and the interpreter ends as it would have.
-        print(f"multinode.training rank exit guard: could not leave the process group: {exc}", file=sys.stderr)
+        sys.stderr.write(f"multinode.training rank exit guard: could not leave the process group: {exc}\n")
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:

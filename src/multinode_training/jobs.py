@@ -114,7 +114,8 @@ def submit(
     )
     enqueue(queue_dir(inventory_path), run_dir)
     with (run_dir / FOLLOWER_LOG).open("ab") as log:
-        follower = subprocess.Popen(  # pylint: disable=consider-using-with (the follower outlives this call)
+        # The follower outlives this call: no with block.
+        follower = subprocess.Popen(  # pylint: disable=consider-using-with
             [sys.executable, "-m", "multinode_training.jobs", str(run_dir)],
             stdin=subprocess.DEVNULL,
             stdout=log,

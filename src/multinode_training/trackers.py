@@ -54,7 +54,8 @@ def attempt(write: Any) -> str:
         return str(write())
     except (ReportUnavailable, TrackerUnavailable) as error:
         return f"not written: {error}"
-    except Exception as error:  # pylint: disable=broad-exception-caught (any tracker failure is only reported)
+    # Any tracker failure is only reported.
+    except Exception as error:  # pylint: disable=broad-exception-caught
         return f"not written: {type(error).__name__}: {error}"
 
 

@@ -106,7 +106,8 @@ class DevTools:
         chromium = shutil.which("chromium")
         if chromium is None:
             pytest.fail("chromium is not installed: make host (scripts/host-setup.sh) installs Debian's package")
-        self.process = subprocess.Popen(  # pylint: disable=consider-using-with (closed in close())
+        # Ended in close().
+        self.process = subprocess.Popen(  # pylint: disable=consider-using-with
             [
                 chromium,
                 "--headless",
