@@ -313,7 +313,7 @@ def report(results: list[dict[str, Any]]) -> str:
         succeeded = sum(1 for run in runs if run["status"] == "succeeded")
         detected = median([run.get("detected_s") for run in runs])
         each = ", ".join("none" if run["resumed_epoch_s"] is None else str(run["resumed_epoch_s"]) for run in runs)
-        epochs = ", ".join(str(run["resumed_epoch"]) for run in runs)
+        epochs = ", ".join("none" if run["resumed_epoch"] is None else str(run["resumed_epoch"]) for run in runs)
         rows.append(
             f"| {fault} | {detected if detected is not None else '-'} | {median([run['resumed_epoch_s'] for run in runs])}"
             f" ({each}) | {epochs} | {succeeded} of {len(runs)} |"
