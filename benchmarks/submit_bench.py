@@ -112,9 +112,9 @@ def submit_run(way: str, index: int) -> dict[str, Any]:
     return measured(job.run_dir, asked_at, ended_at, returned_s)
 
 
-def median(values: list[Any]) -> float | None:
+def median(values: list[Any], digits: int = 2) -> float | None:
     present = [value for value in values if value is not None]
-    return round(statistics.median(present), 2) if present else None
+    return round(statistics.median(present), digits) if present else None
 
 
 def report(results: list[dict[str, Any]]) -> str:
@@ -131,7 +131,8 @@ def report(results: list[dict[str, Any]]) -> str:
     for measure in MEASURES:
         cells = []
         for way in WAYS:
-            value = median([result[measure] for result in results if result["way"] == way])
+            digits = 3 if measure == "submit_return_s" else 2
+            value = median([result[measure] for result in results if result["way"] == way], digits)
             cells.append("-" if value is None else (f"**{value}**" if measure == "overhead_s" else str(value)))
         rows.append(f"| {labels[measure]} | " + " | ".join(cells) + " |")
     rows[0] = rows[0].format(runs=min(counts.values()))

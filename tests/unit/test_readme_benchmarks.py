@@ -16,6 +16,7 @@ GENERATED = [
     "benchmarks/results/restart_bench.md",
     "benchmarks/results/requirements_bench.md",
     "benchmarks/results/health_bench.md",
+    "benchmarks/results/submit_bench.md",
 ]
 
 
