@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +12,14 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.module_utils.prune import keep_error
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import start_run_dir
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import FOLLOWING_FILE, start_run_dir
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "runs_dir": {"type": "path", "required": True},
     "job_id": {"type": "str", "required": True},
     "keep": {"type": "int", "default": 0},
+    "launcher_host": {"type": "str", "default": ""},
+    "job_dir": {"type": "str", "default": ""},
 }
 
 
@@ -31,6 +35,26 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(error)
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no run to start"}
+        run_dir = Path(args["runs_dir"]) / args["job_id"]
         changes = start_run_dir(Path(args["runs_dir"]), args["job_id"], args["keep"])
-        result.update(changed=bool(changes), changes=changes, run_dir=str(Path(args["runs_dir"]) / args["job_id"]))
+        if args["launcher_host"] and args["job_dir"]:
+            write_following(run_dir, args["launcher_host"], args["job_dir"], task_vars or {}, self._play_context.become)
+        result.update(changed=bool(changes), changes=changes, run_dir=str(run_dir))
         return result
+
+
+def write_following(run_dir: Path, launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool) -> None:
+    """FOLLOWING_FILE: this ansible-playbook's process (the parent of the worker running this action), the
+    inventory and configuration it runs with, whether its play becomes another user, and the job's node and
+    directory."""
+    following = {
+        "pid": os.getppid(),
+        "inventory": [str(source) for source in task_vars.get("ansible_inventory_sources") or []],
+        "ansible_config": str(task_vars.get("ansible_config_file") or ""),
+        "become": bool(become),
+        "launcher_host": launcher_host,
+        "job_dir": job_dir,
+    }
+    temporary = run_dir / f".{FOLLOWING_FILE}.tmp"
+    temporary.write_text(json.dumps(following, indent=2) + "\n")
+    temporary.replace(run_dir / FOLLOWING_FILE)

@@ -41,6 +41,17 @@ options:
     description: How many of the newest runs to keep; C(0) keeps all.
     type: int
     default: 0
+  launcher_host:
+    description:
+      - The inventory host the job's launcher runs on. With O(job_dir), C(following.json) in the run directory
+        records it with this ansible-playbook's process, its inventory and configuration, so that a cancel asked for
+        after that process has gone (C(multinode-training cancel)) reaches the launcher node itself.
+    type: str
+    default: ""
+  job_dir:
+    description: The job's directory on its nodes (where the launch script watches for its C(stop) file).
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""

@@ -34,6 +34,9 @@ LIVE_LOG = "live.log"
 PROGRESS_FILE = "progress.jsonl"
 CANCEL_FILE = "cancel"
 SUMMARY_FILE = "summary.json"
+# Who follows the running job (the ansible-playbook process), where the job runs and how to reach it: a cancel asked
+# for when that process has gone reaches the launcher node itself (multinode_training.api.cancel).
+FOLLOWING_FILE = "following.json"
 LATEST = "latest"
 # Earlier attempts of a restarted job: attempts/<n>/ holds each one's collected nodes/, stall.json and summary.json.
 ATTEMPTS_DIR = "attempts"

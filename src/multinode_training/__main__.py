@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from multinode_training.api import LIVE_LOG, SUMMARY_FILE, RunNotFoundError, cancel, plan
-from multinode_training.jobs import Job, JobError, list_runs, new_lines, submit
+from multinode_training.api import LIVE_LOG, SUMMARY_FILE, RunNotFoundError, plan
+from multinode_training.jobs import Job, list_runs, new_lines, submit
 from multinode_training.trackers import record_run
 from multinode_training.show import describe, runs_table
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"submitted {job.id} ({job.status()}): multinode-training logs -f {job.run_dir}")
             return 0
         return follow_to_the_end(job)
-    except (ValueError, JobError) as error:
+    except (ValueError, RuntimeError) as error:
         print(f"multinode-training {args.command}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -166,7 +166,7 @@ def run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
             print(line, flush=True)
         return 0
     if args.command == "cancel":
-        if not (job.cancel() if (run_dir / "job.json").exists() else cancel(run_dir)):
+        if not job.cancel():
             print(f"{run_dir.name} has already ended")
             return 1
         print(f"asked {run_dir.name} to stop; `multinode-training watch {run_dir}` follows it to the end")

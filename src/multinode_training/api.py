@@ -31,6 +31,10 @@ SUMMARY_FILE = "summary.json"
 RUNNER_DIR = "runner"
 # A submitted job's state, kept by its follower (jobs.py).
 JOB_FILE = "job.json"
+# The submitted job's follower process (jobs.py).
+FOLLOWER_PID = "follower.pid"
+# Who follows the running job and how to reach its launcher node (the run_start action writes it).
+FOLLOWING_FILE = "following.json"
 # What makes a directory a run: any of these in it.
 RUN_MARKERS = (JOB_FILE, SUMMARY_FILE, PROGRESS_FILE, LIVE_LOG, RUNNER_DIR)
 COLLECTION_PARTS = ("ansible_collections", "multinode", "training")
@@ -287,7 +291,71 @@ def cancel(run: str | os.PathLike[str]) -> bool:
     if (run_dir / SUMMARY_FILE).exists():
         return False
     (run_dir / CANCEL_FILE).touch()
+    if nobody_follows(run_dir):
+        stop_on_launcher_node(run_dir)
     return True
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recorded_pid(path: Path) -> int | None:
+    """The process id a file records (``pid`` of a JSON object, or the file's text), if it records one."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    pid = value.get("pid") if isinstance(value, dict) else value
+    return pid if isinstance(pid, int) else None
+
+
+def nobody_follows(run_dir: Path) -> bool:
+    """Whether the job runs on its nodes with no process on the controller following it: the ansible-playbook that
+    started it (FOLLOWING_FILE) has gone, and so has a submitted job's follower."""
+    following, follower = recorded_pid(run_dir / FOLLOWING_FILE), recorded_pid(run_dir / FOLLOWER_PID)
+    if following is None or process_alive(following):
+        return False
+    return follower is None or not process_alive(follower)
+
+
+def stop_on_launcher_node(run_dir: Path) -> None:
+    """Write the job's ``stop`` file on its launcher node (its launch script stops every rank), over the cluster's own
+    inventory and configuration as the run recorded them; RuntimeError when the node could not be reached."""
+    following = json.loads((run_dir / FOLLOWING_FILE).read_text())
+    stop_file = f"{following['job_dir'].rstrip('/')}/stop"
+    env = {
+        "ANSIBLE_NOCOLOR": "1",
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    if following.get("ansible_config"):
+        env["ANSIBLE_CONFIG"] = following["ansible_config"]
+    with tempfile.TemporaryDirectory(prefix="multinode-stop-") as private:
+        runner = ansible_runner.run(
+            private_data_dir=private,
+            inventory=following["inventory"],
+            host_pattern=following["launcher_host"],
+            module="ansible.builtin.file",
+            module_args=f"path={stop_file} state=touch mode=0644",
+            cmdline="--become" if following.get("become") else None,
+            envvars=env,
+            quiet=True,
+        )
+        if runner.rc != 0:
+            raise RuntimeError(
+                f"nobody follows {run_dir.name} and its launcher node {following['launcher_host']} could not be"
+                f" reached to stop it (rc {runner.rc}): {runner.stdout.read()[-500:]}"
+            )
 
 
 def plan(

@@ -28,6 +28,7 @@ from typing import Any
 
 from multinode_training.api import (
     CANCEL_FILE,
+    FOLLOWER_PID,
     JOB_FILE,
     LIVE_LOG,
     PROGRESS_FILE,
@@ -36,8 +37,11 @@ from multinode_training.api import (
     Run,
     RunNotFoundError,
     _Session,
+    cancel,
     find_collection,
     job_id_for,
+    nobody_follows,
+    process_alive,
     run_dir_at,
 )
 from multinode_training.records import Failure, PhaseChanged, Record
@@ -51,7 +55,6 @@ FINAL_STATES = ("succeeded", "failed", "cancelled", "timed_out", "lost")
 PREFLIGHT_TASK = "Judge every input of the run before any node changes"
 QUEUE_ROOT = Path("~/.cache/multinode-training/queue")
 FOLLOWER_LOG = "follower.log"
-FOLLOWER_PID = "follower.pid"
 POLL_SECONDS = 0.5
 
 
@@ -154,10 +157,14 @@ class Job:
         record = read_job_file(self.run_dir)
         if record is None:
             # A run of train() or ansible-playbook: its summary, else whether its playbook has ended (train() keeps
-            # ansible-runner's artifacts, whose status file is written at the end).
+            # ansible-runner's artifacts, whose status file is written at the end) or has gone.
             if summary:
                 return str(summary["status"])
-            return "failed" if any((self.run_dir / RUNNER_DIR / "artifacts").glob("*/status")) else "running"
+            if any((self.run_dir / RUNNER_DIR / "artifacts").glob("*/status")):
+                return "failed"
+            if nobody_follows(self.run_dir):
+                return "cancelled" if (self.run_dir / CANCEL_FILE).exists() else "lost"
+            return "running"
         state = str(record["state"])
         if state in FINAL_STATES or self.follower_alive():
             return state
@@ -205,11 +212,11 @@ class Job:
 
     def cancel(self) -> bool:
         """Stop the job: a queued one leaves the queue, a running one stops on every node (its summary then says
-        cancelled). False when it has already ended."""
-        if self.status() in FINAL_STATES:
+        cancelled); one that nobody follows any more (its follower or ansible-playbook has gone) is stopped on its
+        launcher node directly. False when it has already ended."""
+        if self.summary is not None or self.status() in set(FINAL_STATES) - {"lost"}:
             return False
-        (self.run_dir / CANCEL_FILE).touch()
-        return True
+        return cancel(self.run_dir)
 
 
 def list_runs(runs_dir: str | os.PathLike[str] = "runs") -> list[Job]:
@@ -389,16 +396,6 @@ def new_lines(path: Path, offset: int) -> tuple[list[str], int]:
         return [], offset
     complete = data[: data.rfind(b"\n") + 1]
     return complete.decode("utf-8", errors="replace").splitlines(), offset + len(complete)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 if __name__ == "__main__":

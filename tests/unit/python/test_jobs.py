@@ -9,6 +9,7 @@ tasks named like the real preflight and provisioning tasks. The real playbooks r
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -260,3 +261,54 @@ def test_a_job_for_a_provisioned_cluster_runs_launch_yml_only(cluster: dict[str,
     assert job.wait(timeout=60).status == "succeeded"
     stdout = next((job.run_dir / "runner" / "artifacts").glob("*/stdout")).read_text()
     assert "Launch, wait, collect" in stdout and "Judge every input" not in stdout
+
+
+def orphaned_run(tmp_path: Path, pid: int) -> Path:
+    """A run whose ansible-playbook (``pid``) followed a job on localhost, as the run_start action records it."""
+    run_dir = tmp_path / "runs" / "job-orphan"
+    run_dir.mkdir(parents=True)
+    (run_dir / "live.log").write_text("[job] rank 0 started on node1\n")
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(f"node1 ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    following = {
+        "pid": pid,
+        "inventory": [str(inventory)],
+        "ansible_config": "",
+        "become": False,
+        "launcher_host": "node1",
+        "job_dir": str(tmp_path / "job"),
+    }
+    (run_dir / "following.json").write_text(json.dumps(following))
+    (tmp_path / "job").mkdir()
+    return run_dir
+
+
+def gone_pid() -> int:
+    ended = subprocess.Popen(["true"])  # pylint: disable=consider-using-with
+    ended.wait()
+    return ended.pid
+
+
+def test_a_job_nobody_follows_is_stopped_on_its_launcher_node(tmp_path: Path) -> None:
+    run_dir = orphaned_run(tmp_path, gone_pid())
+    job = Job.load(run_dir)
+    assert job.status() == "lost"
+    assert main(["cancel", str(run_dir)]) == 0
+    assert (tmp_path / "job" / "stop").exists(), "the launch script's stop file, written on the launcher node"
+    assert job.status() == "cancelled"
+
+
+def test_a_job_still_followed_is_only_asked_to_stop(tmp_path: Path) -> None:
+    run_dir = orphaned_run(tmp_path, os.getpid())
+    assert Job.load(run_dir).status() == "running"
+    assert Job.load(run_dir).cancel()
+    assert (run_dir / "cancel").exists() and not (tmp_path / "job" / "stop").exists()
+
+
+def test_an_unreachable_launcher_node_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = orphaned_run(tmp_path, gone_pid())
+    following = json.loads((run_dir / "following.json").read_text())
+    (tmp_path / "hosts.ini").write_text("node1 ansible_host=127.0.0.1 ansible_port=9 ansible_connection=ssh\n")
+    (run_dir / "following.json").write_text(json.dumps(following))
+    assert main(["cancel", str(run_dir)]) == 1
+    assert "its launcher node node1 could not be reached to stop it" in capsys.readouterr().err

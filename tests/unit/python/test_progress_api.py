@@ -346,5 +346,5 @@ def test_the_run_may_follow_the_options(tmp_path: Path) -> None:
 
 
 def test_the_api_names_the_run_files_as_the_job_wait_action_writes_them() -> None:
-    files = ("PROGRESS_FILE", "LIVE_LOG", "CANCEL_FILE", "SUMMARY_FILE")
+    files = ("PROGRESS_FILE", "LIVE_LOG", "CANCEL_FILE", "SUMMARY_FILE", "FOLLOWING_FILE")
     assert [getattr(api, name) for name in files] == [getattr(follow, name) for name in files]

@@ -1,0 +1,24 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""run_start records who follows the job and how to reach its launcher node (following.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ansible_collections.multinode.training.plugins.action.run_start import write_following
+
+
+def test_following_names_this_playbook_the_inventory_and_the_jobs_node(tmp_path: Path) -> None:
+    task_vars = {"ansible_inventory_sources": ["/srv/inventory/hosts.yml"], "ansible_config_file": "/srv/ansible.cfg"}
+    write_following(tmp_path, "node1", "/opt/multinode/lab/work/jobs/job-1", task_vars, True)
+    assert json.loads((tmp_path / "following.json").read_text()) == {
+        "pid": os.getppid(),
+        "inventory": ["/srv/inventory/hosts.yml"],
+        "ansible_config": "/srv/ansible.cfg",
+        "become": True,
+        "launcher_host": "node1",
+        "job_dir": "/opt/multinode/lab/work/jobs/job-1",
+    }
+    assert not list(tmp_path.glob(".following.json*")), "written atomically, nothing left behind"
