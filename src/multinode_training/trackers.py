@@ -127,6 +127,16 @@ def run_parameters(summary: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def artifact_location(tracking_uri: str) -> str | None:
+    """Where a new experiment keeps its artifacts: beside a SQLite store's database (``mlruns/`` in its directory),
+    not in the working directory of whatever process logs first (ansible-playbook's is the collection); the
+    server's own choice for any other store."""
+    prefix = "sqlite:///"
+    if not tracking_uri.startswith(prefix):
+        return None
+    return (Path(tracking_uri[len(prefix) :]).expanduser().resolve().parent / "mlruns").as_uri()
+
+
 def log_mlflow(run_dir: Path, tracking_uri: str, experiment: str = DEFAULT_EXPERIMENT) -> str:
     """The run in MLflow (the one of its job's name, continued, or a new one); its MLflow run id."""
     try:
@@ -138,7 +148,9 @@ def log_mlflow(run_dir: Path, tracking_uri: str, experiment: str = DEFAULT_EXPER
     summary, series = summary_and_epochs(run_dir)
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
+    experiment_id = (
+        found.experiment_id if found else client.create_experiment(experiment, artifact_location(tracking_uri))
+    )
     name = job_name(summary)
     earlier = client.search_runs([experiment_id], filter_string=f"tags.`{JOB_NAME_TAG}` = '{name}'", max_results=1)
     if earlier:

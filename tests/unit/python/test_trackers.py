@@ -71,8 +71,11 @@ def test_tensorboard_reads_every_epochs_loss_and_each_ranks_throughput(tmp_path:
 def test_a_resumed_job_continues_its_mlflow_run_in_a_sqlite_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts in ./mlruns
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the working directory of whoever logs gets nothing
+    (tmp_path / "store").mkdir()
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
     first = finished_run(tmp_path / "runs", "20261127-100000-torchrun", range(1, 4))
     resumed = finished_run(tmp_path / "runs", "20261127-110000-torchrun", range(4, 6))
     first_id = record_run(first, mlflow_tracking_uri=uri)["mlflow"]
@@ -101,6 +104,8 @@ def test_a_resumed_job_continues_its_mlflow_run_in_a_sqlite_store(
         for job in ("20261127-100000-torchrun", "20261127-110000-torchrun")
         for entry in client.list_artifacts(run.info.run_id, f"jobs/{job}")
     }
+    assert not list(elsewhere.iterdir()), "the artifacts are kept beside the store's database"
+    assert (tmp_path / "store" / "mlruns").is_dir()
     assert artifacts == {
         f"jobs/{job}/{name}"
         for job in ("20261127-100000-torchrun", "20261127-110000-torchrun")
