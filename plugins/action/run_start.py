@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.module_utils.prune import keep_error
+from ansible_collections.multinode.training.plugins.module_utils.run_report import write_json
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import FOLLOWING_FILE, start_run_dir
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -55,6 +55,4 @@ def write_following(run_dir: Path, launcher_host: str, job_dir: str, task_vars: 
         "launcher_host": launcher_host,
         "job_dir": job_dir,
     }
-    temporary = run_dir / f".{FOLLOWING_FILE}.tmp"
-    temporary.write_text(json.dumps(following, indent=2) + "\n")
-    temporary.replace(run_dir / FOLLOWING_FILE)
+    write_json(run_dir / FOLLOWING_FILE, following)

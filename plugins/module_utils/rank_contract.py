@@ -237,9 +237,14 @@ def _python_path_lines(python_path: Sequence[str]) -> list[str]:
     programs = ":".join(f"{directory}/bin" for directory in python_path)
     return [
         "# The workload's requirements, before the training environment's own packages.",
-        f'export PYTHONPATH={shlex.quote(sites)}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+        _pythonpath_first(sites),
         f'export PATH={shlex.quote(programs)}":$PATH"',
     ]
+
+
+def _pythonpath_first(directories: str) -> str:
+    """``export PYTHONPATH=<directories>`` before what PYTHONPATH held, with no empty entry when it held nothing."""
+    return f'export PYTHONPATH={shlex.quote(directories)}"${{PYTHONPATH:+:$PYTHONPATH}}"'
 
 
 def exit_guard_dir(job_dir: str) -> str:
@@ -252,7 +257,7 @@ def _exit_guard_lines(job: JobPaths) -> list[str]:
     return [
         "# Every Python of the rank runs the job's exit guard first (python/sitecustomize.py, then the next one on the",
         "# path): a finished rank leaves its gloo process group before the interpreter is torn down (pytorch#117762).",
-        f'export PYTHONPATH={shlex.quote(exit_guard_dir(job.job_dir))}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+        _pythonpath_first(exit_guard_dir(job.job_dir)),
     ]
 
 

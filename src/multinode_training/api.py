@@ -54,14 +54,11 @@ class Run:
     def load(cls, run: str | os.PathLike[str]) -> Run:
         """A finished run from its directory: RunNotFoundError when it is none or has no summary (yet)."""
         run_dir = run_dir_at(run)
-        try:
-            summary = json.loads((run_dir / SUMMARY_FILE).read_text())
-        except (OSError, ValueError) as error:
-            raise RunNotFoundError(f"no finished run at {run_dir}: {error}") from error
-        try:
-            record = json.loads((run_dir / JOB_FILE).read_text())
-        except (OSError, ValueError):
-            record = {}  # a run of train() or ansible-playbook: its summary is all there is
+        summary = read_json(run_dir / SUMMARY_FILE)
+        if not isinstance(summary, dict):
+            raise RunNotFoundError(f"no finished run at {run_dir}: no readable {SUMMARY_FILE}")
+        # A run of train() or ansible-playbook has no job file: its summary is all there is.
+        record = read_json(run_dir / JOB_FILE) or {}
         rc = record.get("rc", 0 if summary["status"] == "succeeded" else 2)
         return cls(str(summary["status"]), int(rc), run_dir, summary, dict(record.get("task_counts") or {}))
 
@@ -121,6 +118,24 @@ def find_collection(collection_dir: str | os.PathLike[str] | None = None) -> Pat
     raise FileNotFoundError("multinode.training is neither this checkout nor in a configured collections path")
 
 
+def runner_env(ansible_config: str | Path | None) -> dict[str, str]:
+    """The environment of an ansible-runner call: this interpreter's ansible (a venv need not be activated), no
+    colours, and ``ansible_config`` when there is one."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {"ANSIBLE_NOCOLOR": "1", "PATH": path}
+    if ansible_config:
+        env["ANSIBLE_CONFIG"] = str(ansible_config)
+    return env
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value in ``path``, or None when it is missing or not JSON (yet: it may be being written)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
 def _private_data_dir(kept: Path | None) -> Iterator[str]:
     """ansible-runner's private data directory: ``kept``, else a temporary one removed afterwards."""
@@ -155,11 +170,8 @@ class _Session:
         """Run ``playbook``; between events, read ``progress``. A KeyboardInterrupt calls ``on_interrupt`` (and
         the run goes on, so the job ends cleanly); a second one stops ansible-playbook at once. ansible-runner's
         private data (its artifacts: stdout, job events) stays in ``artifacts_dir`` when given."""
-        # ansible-playbook of this interpreter's environment (a venv need not be activated).
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-        env = {"ANSIBLE_NOCOLOR": "1", "PATH": path}
-        if (collection_dir / "ansible.cfg").exists():
-            env["ANSIBLE_CONFIG"] = str(collection_dir / "ansible.cfg")
+        config = collection_dir / "ansible.cfg"
+        env = runner_env(config if config.exists() else None)
         if artifacts_dir is not None:
             artifacts_dir.mkdir(parents=True, exist_ok=True)
         with _private_data_dir(artifacts_dir) as private:
@@ -308,14 +320,7 @@ def process_alive(pid: int) -> bool:
 
 def recorded_pid(path: Path) -> int | None:
     """The process id a file records (``pid`` of a JSON object, or the file's text), if it records one."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
+    value = read_json(path)
     pid = value.get("pid") if isinstance(value, dict) else value
     return pid if isinstance(pid, int) else None
 
@@ -334,12 +339,7 @@ def stop_on_launcher_node(run_dir: Path) -> None:
     inventory and configuration as the run recorded them; RuntimeError when the node could not be reached."""
     following = json.loads((run_dir / FOLLOWING_FILE).read_text())
     stop_file = f"{following['job_dir'].rstrip('/')}/stop"
-    env = {
-        "ANSIBLE_NOCOLOR": "1",
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    }
-    if following.get("ansible_config"):
-        env["ANSIBLE_CONFIG"] = following["ansible_config"]
+    env = runner_env(following.get("ansible_config"))
     with tempfile.TemporaryDirectory(prefix="multinode-stop-") as private:
         runner = ansible_runner.run(
             private_data_dir=private,

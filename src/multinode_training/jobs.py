@@ -42,6 +42,8 @@ from multinode_training.api import (
     job_id_for,
     nobody_follows,
     process_alive,
+    read_json,
+    recorded_pid,
     run_dir_at,
 )
 from multinode_training.records import Failure, PhaseChanged, Record
@@ -98,6 +100,7 @@ def submit(
     earlier = read_job_file(run_dir)
     if earlier and Job(run_dir).status() not in FINAL_STATES:
         raise InvalidJobError(job_id, [f"a job with this id is {earlier['state']} in {run_dir}"])
+    queue = queue_dir(inventory_path)
     run_dir.mkdir(parents=True, exist_ok=True)
     # An earlier run of the same id must not answer for this one (the launcher clears the rest when the job starts).
     for stale in (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE):
@@ -112,10 +115,10 @@ def submit(
             "extravars": {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)},
             "collection_dir": str(find_collection(collection_dir)),
             "playbook": "train.yml" if provision else "launch.yml",
-            "queue": str(queue_dir(inventory_path)),
+            "queue": str(queue),
         },
     )
-    enqueue(queue_dir(inventory_path), run_dir)
+    enqueue(queue, run_dir)
     with (run_dir / FOLLOWER_LOG).open("ab") as log:
         # The follower outlives this call: no with block.
         follower = subprocess.Popen(  # pylint: disable=consider-using-with
@@ -173,12 +176,9 @@ class Job:
 
     def follower_alive(self) -> bool:
         """Whether the follower is running (or just being started: its pid is not written yet)."""
-        try:
-            pid = int((self.run_dir / FOLLOWER_PID).read_text())
-        except OSError:
-            return True
-        except ValueError:
-            return False
+        pid = recorded_pid(self.run_dir / FOLLOWER_PID)
+        if pid is None:
+            return not (self.run_dir / FOLLOWER_PID).exists()
         return process_alive(pid)
 
     def wait(self, timeout: float | None = None, poll: float = POLL_SECONDS) -> Run:
@@ -358,13 +358,6 @@ def queue_turn(queue: Path, run_dir: Path) -> Iterator[bool]:
 
 
 # ---------------------------------------------------------------- files
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def read_job_file(run_dir: Path) -> dict[str, Any] | None:

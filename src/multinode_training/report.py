@@ -106,13 +106,19 @@ def throughput_series(
     """ "rank N (node)" -> [(seconds since the job started, samples/s)] of each rank that reported it."""
     started = float(summary.get("started_at") or 0)
     series: dict[str, list[tuple[float, float]]] = {}
-    for record in records:
-        if record.get("kind") == "epoch" and isinstance(record.get("samples_per_s"), (int, float)):
-            name = f"rank {record.get('rank')} ({record.get('node')})"
-            series.setdefault(name, []).append(
-                (round(float(record["time"]) - started, 3), float(record["samples_per_s"]))
-            )
+    for record in rate_records(records):
+        name = f"rank {record.get('rank')} ({record.get('node')})"
+        series.setdefault(name, []).append((round(float(record["time"]) - started, 3), float(record["samples_per_s"])))
     return series
+
+
+def rate_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The epoch records that carry a rank's samples/s."""
+    return [
+        record
+        for record in records
+        if record.get("kind") == "epoch" and isinstance(record.get("samples_per_s"), (int, float))
+    ]
 
 
 def restart_spans(summary: Mapping[str, Any]) -> list[tuple[str, float, float]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from multinode_training.api import PROGRESS_FILE, SUMMARY_FILE, run_dir_at
-from multinode_training.report import ReportUnavailable, epoch_series, progress_records, write_report
+from multinode_training.report import ReportUnavailable, epoch_series, progress_records, rate_records, write_report
 
 TENSORBOARD_DIR = "tensorboard"
 JOB_NAME_TAG = "multinode.job_name"
@@ -68,11 +68,10 @@ def summary_and_epochs(run_dir: Path) -> tuple[dict[str, Any], dict[str, list[tu
 def rank_rates(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     """``rank N`` -> [(epoch, samples/s)] of each rank that reported its throughput."""
     rates: dict[str, list[tuple[int, float]]] = {}
-    for record in progress_records(run_dir / PROGRESS_FILE):
-        if record.get("kind") == "epoch" and isinstance(record.get("samples_per_s"), (int, float)):
-            rates.setdefault(f"rank {record.get('rank')}", []).append(
-                (int(record["epoch"]), float(record["samples_per_s"]))
-            )
+    for record in rate_records(progress_records(run_dir / PROGRESS_FILE)):
+        rates.setdefault(f"rank {record.get('rank')}", []).append(
+            (int(record["epoch"]), float(record["samples_per_s"]))
+        )
     return rates
 
 
