@@ -159,12 +159,13 @@ fi
 mkdir -p "$JOB-$address/work"
 exec bash -c "${command//$JOB\//$JOB-$address/}"
 """
-# Prints its working directory and arguments; on 10.0.0.2 fails with 3 after FAIL_AFTER seconds,
+# Prints its working directory and arguments in one write (cat, not the shell's builtins, which write line by
+# line): agents started at once (srun's, one per node) share one log, where lines written one by one interleave. On 10.0.0.2 it fails with 3 after FAIL_AFTER seconds,
 # elsewhere runs until SIGTERM (exit 143), as torchrun agents whose ranks wait on a dead peer do.
 FAKE_LAUNCHER = """\
 #!/bin/bash
-pwd
-printf '<%s>\\n' "$@"
+said=$(pwd; printf '<%s>\\n' "$@")
+cat <<<"$said"
 case " $* " in *" 10.0.0.2 "*) sleep "${FAIL_AFTER:-0}"; exit 3 ;; esac
 [ -n "${HANG:-}" ] || exit 0
 trap 'echo stopped; exit 143' TERM
