@@ -39,7 +39,7 @@ INVENTORY = playbook_runs.SIM_INVENTORY
 RUNS_DIR = playbook_runs.RUNS_DIR
 JOB_ARGS = ["--epochs", "3"]
 WAYS = ("launch.yml", "submit (launch.yml)", "submit (train.yml)")
-MEASURES = ("submit_return_s", "ranks_started_s", "wall_s", "train_s", "overhead_s")
+MEASURES = ("submit_return_s", "ranks_started_s", "wall_s", "train_s", "overhead_s", "launcher_own_s", "collection_s")
 
 
 def job_id(way: str, index: int) -> str:
@@ -59,6 +59,17 @@ def ranks_started_at(run_dir: Path) -> float:
     return max(times)
 
 
+def launcher_own_seconds(run_dir: Path, train_s: float) -> float:
+    """The launcher's own share of the overhead: from its launch script's start to its exit, less the training.
+
+    That is its agents starting (torchrun imports torch on every node before it spawns a rank) and winding down
+    after the last rank ended: time no playbook or API can take off.
+    """
+    (log,) = run_dir.glob("nodes/*/logs/launcher.log")
+    events = {event["event"]: float(event["time"]) for event in map(json.loads, log.read_text().splitlines())}
+    return events["launcher_exit"] - events["launch"] - train_s
+
+
 def succeeded_summary(run_dir: Path) -> dict[str, Any]:
     summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
     if summary.get("status") != "succeeded":
@@ -70,6 +81,7 @@ def measured(run_dir: Path, asked_at: float, ended_at: float, submit_return_s: f
     summary = succeeded_summary(run_dir)
     wall = ended_at - asked_at
     train = float(summary["phases"]["train"])
+    launcher_own = launcher_own_seconds(run_dir, train)
     return {
         "job_id": run_dir.name,
         "submit_return_s": None if submit_return_s is None else round(submit_return_s, 3),
@@ -77,6 +89,8 @@ def measured(run_dir: Path, asked_at: float, ended_at: float, submit_return_s: f
         "wall_s": round(wall, 2),
         "train_s": round(train, 2),
         "overhead_s": round(wall - train, 2),
+        "launcher_own_s": round(launcher_own, 2),
+        "collection_s": round(wall - train - launcher_own, 2),
     }
 
 
@@ -126,6 +140,8 @@ def report(results: list[dict[str, Any]]) -> str:
         "wall_s": "whole job (wall) s",
         "train_s": "training s (summary.json `phases.train`)",
         "overhead_s": "**overhead s** (whole job minus training)",
+        "launcher_own_s": "of it the launcher's own start and wind-down s",
+        "collection_s": "of it the collection's own s (the playbook: checks, sync, launch, collect, summary)",
     }
     counts = {way: sum(1 for result in results if result["way"] == way) for way in WAYS}
     for measure in MEASURES:
@@ -142,7 +158,9 @@ def report(results: list[dict[str, Any]]) -> str:
         f" `{' '.join(JOB_ARGS)}` on the provisioned 3-node sim cluster, each way in turn. Seconds from asking for"
         " the job (starting ansible-playbook, calling `submit()`): until `submit()` returned, until every rank had"
         " started (the ranks' own `started` records), and the whole job's overhead: its wall time (to the end of"
-        " the playbook; for `submit()` the follower's `ended_at`) minus its training time."
+        " the playbook; for `submit()` the follower's `ended_at`) minus its training time, split into the"
+        " launcher's own part (its launch script's start to its exit, less the training: torchrun's agents import"
+        " torch before they spawn a rank, and wind down after the last one ends) and the collection's."
     )
     return "\n".join(["### A warm submit (3-node sim cluster)", "", intro, "", *rows]) + "\n"
 
