@@ -14,6 +14,7 @@ from ansible.vars.hostvars import HostVarsVars
 
 from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
+from ansible_collections.multinode.training.plugins.plugin_utils.preflight import Problem
 
 ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
 
@@ -60,15 +61,17 @@ def set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[pr
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(("roles", "launcher_group", "workers_group"))
+    _VALID_ARGS = frozenset(("roles", "launcher_group", "workers_group", "scope"))
 
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
+        scope = self._task.args.get("scope", "run")
+        if scope not in ("run", "job"):
+            return {**result, "failed": True, "changed": False, "msg": f"scope: {scope!r} is not one of run, job"}
         roles = self._task.args.get("roles") or list(preflight.RUN_ROLES)
         groups = (self._task.args.get("launcher_group", "launcher"), self._task.args.get("workers_group", "workers"))
         options = role_options(self._loader, roles)
-        hostvars = task_vars["hostvars"]
         hosts = list(task_vars.get("ansible_play_hosts_all") or [])
         names = (set(options) | set(preflight.NAMED_RULES)) - set(preflight.RECORDED)
         values = {host: set_values(play_variables(self._task, self._loader, host), names) for host in hosts}
@@ -77,18 +80,12 @@ class ActionModule(ActionBase):
         for host, (host_values, template_problems) in values.items():
             own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(host_values)
             found += [(host, problem) for problem in own]
-        launchers = list(task_vars["groups"].get(groups[0], []))
-        workers = list(task_vars["groups"].get(groups[1], []))
-        entries = self._entries(hostvars, hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
-        first = launchers[0] if launchers else hosts[0]
-        problems = (
-            preflight.merge_hosts(found, hosts)
-            + preflight.inventory_problems(launchers, workers, entries, groups)
-            + preflight.runtime_problems(values[first][0])
-            + preflight.shell_word_problems(values[first][0])
-            + preflight.scheduler_problems(values[first][0], hosts)
-            + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
-        )
+        if scope == "run":
+            problems = preflight.merge_hosts(found, hosts) + self._cluster_problems(task_vars, groups, options, values)
+        else:
+            # The job's values only (the Kubernetes entry point), judged by the same rules and said in the same words
+            # as for a run given them with -e; its one host is the controller, not a node to name.
+            problems = list(dict.fromkeys(Problem(problem.variable, problem.message) for _host, problem in found))
         result.update(changed=False, problems=[str(problem) for problem in problems], checked_hosts=len(hosts))
         if problems:
             result["failed"] = True
@@ -98,6 +95,24 @@ class ActionModule(ActionBase):
         else:
             result["msg"] = f"{len(hosts)} hosts, every input valid"
         return result
+
+    def _cluster_problems(
+        self, task_vars: dict[str, Any], groups: tuple[str, str], options: dict[str, Any], values: dict[str, Any]
+    ) -> list[preflight.Problem]:
+        """The run's cluster: the hosts agree, the inventory's shape, what the launcher host sets, the controller."""
+        hosts = list(values)
+        launchers = list(task_vars["groups"].get(groups[0], []))
+        workers = list(task_vars["groups"].get(groups[1], []))
+        entries = self._entries(task_vars["hostvars"], hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
+        first = launchers[0] if launchers else hosts[0]
+        return (
+            preflight.disagreement_problems(options, {host: own for host, (own, _problems) in values.items()})
+            + preflight.inventory_problems(launchers, workers, entries, groups)
+            + preflight.runtime_problems(values[first][0])
+            + preflight.shell_word_problems(values[first][0])
+            + preflight.scheduler_problems(values[first][0], hosts)
+            + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
+        )
 
     @staticmethod
     def _entries(hostvars: Any, hosts: list[str], values: dict[str, Any], ssh_port: int) -> list[preflight.HostEntry]:

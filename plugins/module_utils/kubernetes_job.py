@@ -216,16 +216,35 @@ def _check_env(job: KubernetesJob) -> None:
             raise KubernetesJobError(f"env: {name} is set from the claim's mount path; leave it out of env")
 
 
-def _check_resources(resources: Any) -> None:
+# The resource names Kubernetes itself defines without a domain; any other (a device plugin's) is domain-qualified.
+NATIVE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+NATIVE_RESOURCE_PREFIXES = ("hugepages-",)
+
+
+def _native_or_qualified(name: str) -> bool:
+    return "/" in name or name in NATIVE_RESOURCES or name.startswith(NATIVE_RESOURCE_PREFIXES)
+
+
+def resources_problem(resources: Any) -> str | None:
+    """What is wrong with a pod's resources (requests and limits alike), or None: the one rule of both entry points
+    (the preflight's ``launcher_kubernetes_resources``, and check())."""
     if not isinstance(resources, Mapping):
-        raise KubernetesJobError(
-            f"resources: must be a mapping such as {{'cpu': '4', 'memory': '8Gi'}}, got {resources!r}"
-        )
+        return f"must be a mapping such as {{'cpu': '4', 'memory': '8Gi'}}, got {resources!r}"
     for name, quantity in resources.items():
-        if not isinstance(name, str) or not RESOURCE_NAME.fullmatch(name):
-            raise KubernetesJobError(f"resources: {name!r} is not a resource name (cpu, memory, vendor.com/gpu, ...)")
+        if not isinstance(name, str) or not RESOURCE_NAME.fullmatch(name) or not _native_or_qualified(name):
+            return (
+                f"{name!r} is not a resource name: use cpu, memory, ephemeral-storage, hugepages-<size>, or a device"
+                " plugin's domain-qualified name (gpu.intel.com/i915, gpu.intel.com/xe, ...)"
+            )
         if isinstance(quantity, bool) or not QUANTITY.fullmatch(str(quantity)):
-            raise KubernetesJobError(f"resources: {name}: {quantity!r} is not a quantity (4, 500m, 8Gi, ...)")
+            return f"{name}: {quantity!r} is not a quantity (4, 500m, 8Gi, ...)"
+    return None
+
+
+def _check_resources(resources: Any) -> None:
+    problem = resources_problem(resources)
+    if problem:
+        raise KubernetesJobError(f"resources: {problem}")
 
 
 def _check_mounts(job: KubernetesJob) -> None:

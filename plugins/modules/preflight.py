@@ -16,6 +16,8 @@ description:
     specs of the run's roles (types, choices), then against the ranges and character sets an argument spec cannot
     say (ports 1-65535, timeouts > 0, numeric ids, ranks per node >= 1 or C(auto), environment variable names, and
     names that end up in container names, paths or shell contexts).
+  - Refuses a cluster-wide input (of the cluster contract, the workload or the job) that hosts set to different
+    values; only a node's own address, interface, ranks per node, threads and C(launcher_env) may differ.
   - Checks the inventory's shape (exactly one launcher, not also a worker; host names usable in paths and unique
     regardless of case; no two hosts on the same SSH endpoint or worker sshd endpoint) and that the training code
     directory, the training script in it, the data set directory and the runs directory are usable on the
@@ -48,6 +50,15 @@ options:
     description: Inventory group holding the other nodes.
     type: str
     default: workers
+  scope:
+    description:
+      - C(run) judges a run on an inventory of nodes (the values, that the hosts agree on every cluster-wide input,
+        the inventory's shape and the controller's paths).
+      - C(job) judges only the values the play's hosts set, with the same rules and words; for the Kubernetes entry
+        point, whose only host is the controller and whose script is in its image.
+    type: str
+    choices: [run, job]
+    default: run
 """
 
 EXAMPLES = r"""
@@ -56,6 +67,11 @@ EXAMPLES = r"""
     launcher_group: launcher
     workers_group: workers
   run_once: true
+
+- name: Judge a job's inputs (no inventory of nodes), as an SSH run would
+  multinode.training.preflight:
+    roles: [launcher]
+    scope: job
 """
 
 RETURN = r"""

@@ -8,6 +8,7 @@ a user sees every mistake of a run at once.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -16,7 +17,7 @@ from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.multinode.training.plugins.module_utils import launch, slurm
+from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, launch, slurm
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ENV_NAME,
     NODE_NAME,
@@ -193,6 +194,7 @@ NAMED_RULES: dict[str, Rule] = {
     "launcher_min_nodes": _int_in(1, None, "at least 1 node"),
     "launcher_env": _environment,
     "oneapi_verify_env": _environment,
+    "launcher_kubernetes_resources": kubernetes_job.resources_problem,
     **{old: _no_longer_read(f"set {new} instead (per host, per group or -e)") for old, new in RENAMED.items()},
     **{old: _no_longer_read(why) for old, why in REMOVED.items()},
     **{name: _set_by_the_playbook(source) for name, source in WIRED.items()},
@@ -238,6 +240,68 @@ def value_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str
         rule = rule_for(name)
         message = rule(value) if rule else None
         if message:
+            problems.append(Problem(name, message))
+    return problems
+
+
+# Inputs a host may set apart from the others: where it is on the cluster network, its own ranks and their
+# environment, and what its own state is recorded and watched by. Every other input of the cluster contract, the
+# workload and the job is one value for the whole cluster (the contract is one fact, the same on every node).
+PER_HOST = frozenset(
+    {
+        "cluster_address",
+        "cluster_iface",
+        "cluster_node_record",
+        "cluster_watched_trees",
+        "cluster_watched_containers",
+        "cluster_watched_images",
+        "cluster_watched_pid_files",
+        "launcher_nproc_per_node",
+        "launcher_omp_num_threads",
+        "launcher_env",
+    }
+)
+CLUSTER_WIDE_PREFIXES = ("cluster_", "workload_", "launcher_")
+
+
+def _cluster_wide(name: str) -> bool:
+    return name.startswith(CLUSTER_WIDE_PREFIXES) and name not in PER_HOST
+
+
+def _shown(option: Mapping[str, Any], name: str, value: Any) -> str:
+    """A value as the roles get it (the argument spec's type applied), written one way: '2222' and 2222 agree."""
+    if option:
+        result = ArgumentSpecValidator({name: dict(option)}).validate({name: value})
+        if not result.error_messages:
+            value = result.validated_parameters[name]
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (list, dict)) else str(value)
+
+
+def _default_shown(option: Mapping[str, Any], name: str) -> str | None:
+    """What a host that does not set the input gets, when the spec's default is a plain value (not computed)."""
+    default = option.get("default")
+    if default is None or "{{" in json.dumps(default, default=str):
+        return None
+    return _shown(option, name, default)
+
+
+def disagreement_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
+    """A cluster-wide input the hosts set to different values (a host or group variable on some of them): the run
+    would take one host's value for all, or build one node apart from the others. ``values`` are each host's own
+    (a host that does not set the input gets the role's default)."""
+    problems = []
+    for name in sorted({name for own in values.values() for name in own if _cluster_wide(name)}):
+        option = options.get(name, {})
+        default = _default_shown(option, name)
+        hosts_by_value: dict[str, list[str]] = {}
+        for host, own in values.items():
+            shown = _shown(option, name, own[name]) if name in own else default
+            hosts_by_value.setdefault("the role's default" if shown is None else shown, []).append(host)
+        if len(hosts_by_value) > 1:
+            where = "; ".join(
+                f"{', '.join(hosts)}: {shown}{' (the default)' if shown == default else ''}" for shown, hosts in hosts_by_value.items()
+            )
+            message = f"is one value for the whole cluster, but the hosts differ ({where}); set it once (for group all, or with -e)"
             problems.append(Problem(name, message))
     return problems
 

@@ -1,6 +1,6 @@
 """Jobs, not calls: ``submit()`` returns at once and a detached follower on the controller runs the job.
 
-The follower (``python -m multinode_training.jobs RUN_DIR``, its own session: it outlives the process that submitted
+The follower (``python -m multinode_training.follower RUN_DIR``, its own session: it outlives the process that submitted
 the job) waits for its turn on the cluster, runs playbooks/train.yml through ansible-runner (its artifacts kept in
 ``RUN_DIR/runner``) and keeps the job's state in ``RUN_DIR/job.json``. Any process on the controller re-attaches to
 a run by its directory: :class:`Job` reads that file, the live log and the summary.
@@ -122,7 +122,7 @@ def submit(
     with (run_dir / FOLLOWER_LOG).open("ab") as log:
         # The follower outlives this call: no with block.
         follower = subprocess.Popen(  # pylint: disable=consider-using-with
-            [sys.executable, "-m", "multinode_training.jobs", str(run_dir)],
+            [sys.executable, "-m", "multinode_training.follower", str(run_dir)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -389,7 +389,3 @@ def new_lines(path: Path, offset: int) -> tuple[list[str], int]:
         return [], offset
     complete = data[: data.rfind(b"\n") + 1]
     return complete.decode("utf-8", errors="replace").splitlines(), offset + len(complete)
-
-
-if __name__ == "__main__":
-    sys.exit(follow(Path(sys.argv[1])))

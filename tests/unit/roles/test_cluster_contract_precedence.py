@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The cluster contract as the cluster role records it, in real ansible-playbook runs: one fact, the same on every
-node, whose inputs follow Ansible's precedence (extra vars > host vars > group vars > the role's defaults)."""
+node, whose inputs follow Ansible's precedence (extra vars > host vars > group vars > the role's defaults); and the
+preflight refusing a cluster-wide input that one host sets otherwise, before anything changes."""
 
 from __future__ import annotations
 
@@ -18,21 +19,28 @@ PLAYBOOK = """\
     - ansible.builtin.include_role: {name: multinode.training.cluster, tasks_from: contract}
     - ansible.builtin.copy: {content: "{{ cluster | to_json }}", dest: "{{ playbook_dir }}/{{ inventory_hostname }}.json", mode: "0644"}
 """
+PREFLIGHT = """\
+- hosts: all
+  gather_facts: false
+  tasks:
+    - {multinode.training.preflight: {roles: [cluster]}, run_once: true}
+"""
+# Every host sets the port (a host variable beats the group's); node2's may differ (the preflight's case).
 INVENTORY = """\
 all:
   vars: {ansible_connection: local, ansible_python_interpreter: "{{ ansible_playbook_python }}", cluster_name: lab}
   children:
-    launcher: {hosts: {node1: {}}}
-    workers: {hosts: {node2: {cluster_ssh_port: "2222"}, node3: {}}}
+    launcher: {hosts: {node1: {cluster_ssh_port: "2222"}}}
+    workers: {hosts: {node2: {cluster_ssh_port: "%s"}, node3: {cluster_ssh_port: "2222"}}}
 """
 
 
-def run_playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """The cluster role's contract tasks on three local hosts: a group variable, a host variable, ``extra``."""
+def run_playbook(tmp_path: Path, *extra: str, playbook: str = PLAYBOOK, node2_port: str = "2222") -> subprocess.CompletedProcess[str]:
+    """The cluster role's contract tasks on three local hosts: group variables, host variables, ``extra``."""
     (tmp_path / "group_vars").mkdir(exist_ok=True)
-    (tmp_path / "group_vars" / "workers.yml").write_text("cluster_uid: 2000\ncluster_runtime: host\n", encoding="utf-8")
-    (tmp_path / "hosts.yml").write_text(INVENTORY, encoding="utf-8")
-    (tmp_path / "play.yml").write_text(PLAYBOOK, encoding="utf-8")
+    (tmp_path / "group_vars" / "all.yml").write_text("cluster_uid: 2000\ncluster_runtime: host\ncluster_ssh_port: 4444\n", encoding="utf-8")
+    (tmp_path / "hosts.yml").write_text(INVENTORY % node2_port, encoding="utf-8")
+    (tmp_path / "play.yml").write_text(playbook, encoding="utf-8")
     environ = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), *extra, str(tmp_path / "play.yml")]
     return subprocess.run(command, env=environ, capture_output=True, text=True, check=False, cwd=tmp_path)
@@ -48,18 +56,34 @@ def contracts(tmp_path: Path, *extra: str) -> dict[str, dict]:
 def test_the_role_defaults_group_and_host_variables_and_derived_paths(tmp_path: Path) -> None:
     found = contracts(tmp_path)
     assert set(found) == {"node1", "node2", "node3"}
-    launcher, worker, plain = found["node1"], found["node2"], found["node3"]
+    # one fact, the same on every node
+    assert len({json.dumps(fact, sort_keys=True) for fact in found.values()}) == 1
+    fact = found["node1"]
     # the role's defaults, an inventory-wide variable
-    assert launcher["uid"] == 1000 and launcher["ssh_port"] == 12345 and launcher["runtime"] == "container"
-    assert launcher["name"] == "lab" and launcher["root"] == "/opt/multinode/lab" and launcher["worker_container"] == "lab-worker"
+    assert fact["gid"] == 1000 and fact["name"] == "lab" and fact["root"] == "/opt/multinode/lab"
+    assert fact["worker_container"] == "lab-worker"
     # group vars beat the defaults, host vars beat group vars; a string from the inventory becomes a number
-    assert plain["uid"] == 2000 and plain["ssh_port"] == 12345
-    assert worker["uid"] == 2000 and worker["ssh_port"] == 2222
+    assert fact["uid"] == 2000 and fact["ssh_port"] == 2222
     # derived once, from the values that won
-    assert worker["runtime"] == "host" and worker["ssh_client_dir"] == "/opt/multinode/lab/home/.ssh"
-    assert launcher["ssh_client_dir"] == "/opt/multinode/lab/ssh/client" and launcher["env_script"] == ""
-    assert worker["owner"] == "2000:1000"
-    assert launcher["hosts"] == ["node1", "node2", "node3"] and launcher["launcher_host"] == "node1"
+    assert fact["runtime"] == "host" and fact["ssh_client_dir"] == "/opt/multinode/lab/home/.ssh"
+    assert fact["env_script"] != "" and fact["owner"] == "2000:1000"
+    assert fact["hosts"] == ["node1", "node2", "node3"] and fact["launcher_host"] == "node1"
+
+
+def test_the_preflight_refuses_a_port_one_host_sets_otherwise_changing_nothing(tmp_path: Path) -> None:
+    result = run_playbook(tmp_path, playbook=PREFLIGHT, node2_port="2200")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert (
+        "cluster_ssh_port: is one value for the whole cluster, but the hosts differ (node1, node3: 2222; node2: 2200);"
+        " set it once (for group all, or with -e)"
+    ) in output
+    assert "changed=0" in output and "changed=1" not in output
+
+
+def test_the_preflight_passes_the_same_port_on_every_host(tmp_path: Path) -> None:
+    result = run_playbook(tmp_path, playbook=PREFLIGHT)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_extra_vars_beat_every_inventory_value(tmp_path: Path) -> None:

@@ -306,6 +306,57 @@ def test_a_bad_job_fails_before_anything_is_written(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+# A job an SSH run refuses is refused on Kubernetes too, in the same words, before anything is written.
+SSH_PREFLIGHT = """\
+- hosts: all
+  gather_facts: false
+  tasks:
+    - {multinode.training.preflight: {}, run_once: true}
+"""
+SSH_INVENTORY = """\
+all:
+  vars: {ansible_connection: local, ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+  children:
+    launcher: {hosts: {node1: {}}}
+    workers: {hosts: {node2: {}}}
+"""
+
+
+def problem_lines(output: str) -> set[str]:
+    return {line for line in output.splitlines() if line.startswith("- ")}
+
+
+def ssh_preflight(tmp_path: Path, value: str) -> subprocess.CompletedProcess[str]:
+    """The SSH path's first task (train.yml's preflight) given ``value`` with -e."""
+    (tmp_path / "ssh").mkdir()
+    (tmp_path / "ssh/hosts.yml").write_text(SSH_INVENTORY, encoding="utf-8")
+    (tmp_path / "ssh/play.yml").write_text(SSH_PREFLIGHT, encoding="utf-8")
+    environ = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "hosts.yml", "-e", value, "play.yml"]
+    return subprocess.run(command, env=environ, capture_output=True, text=True, check=False, cwd=tmp_path / "ssh", timeout=300)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        '{"launcher_timeout": -5}',
+        '{"launcher_env": {"HTTP_PROXY": {"host": "proxy"}}}',
+        '{"launcher_omp_num_threads": -1}',
+        '{"launcher_kubernetes_resources": {"gpu": "1"}}',
+        '{"launcher_script": "../../etc/passwd"}',
+    ],
+)
+def test_a_job_the_ssh_path_refuses_is_refused_in_its_words_before_anything_is_written(tmp_path: Path, value: str) -> None:
+    result = run_playbook(tmp_path, "-e", "launcher_job_id=refused", "-e", value)
+    assert result.returncode != 0
+    assert "changed=0" in result.stdout and not (tmp_path / "runs").exists()
+    refused = problem_lines(result.stdout)
+    assert len(refused) == 1, result.stdout
+    ssh = ssh_preflight(tmp_path, value)
+    assert ssh.returncode != 0
+    assert refused <= problem_lines(ssh.stdout)
+
+
 def test_a_job_that_succeeds(tmp_path: Path, serve) -> None:
     operator = Operator(
         run_seconds=1.5,

@@ -465,6 +465,8 @@ def test_kubernetes_validate_rejects_a_bad_pod_template() -> None:
         ({"command": "python3 train.py"}, "command"),
         ({"resources": {"cpu": "four"}}, "resources"),
         ({"resources": {"c p u": "4"}}, "resources"),
+        ({"resources": {"gpu": "1"}}, "resources"),
+        ({"resources": {"i915": "1"}}, "resources"),
         ({"data_claim": "d", "data_mount": "data"}, "data_mount"),
         ({"data_claim": "d", "output_claim": "o", "output_mount": "/data"}, "output_mount"),
         ({"launcher": "horovodrun"}, "launcher"),
@@ -552,3 +554,11 @@ def test_mpi_job_restarts_its_launcher_up_to_max_restarts() -> None:
 def test_max_restarts_must_be_a_whole_number_from_zero(bad: object) -> None:
     with pytest.raises(KubernetesJobError, match="max_restarts: must be a whole number >= 0"):
         pytorch_job(job(max_restarts=bad))
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [{"cpu": "4", "memory": "8Gi", "ephemeral-storage": "10Gi"}, {"hugepages-2Mi": "1Gi"}, {"gpu.intel.com/i915": 1}, {"gpu.intel.com/xe": "2"}],
+)
+def test_native_and_domain_qualified_resources_are_accepted(resources: dict[str, Any]) -> None:
+    check(job(resources=resources))

@@ -616,3 +616,53 @@ def test_a_role_s_main_entry_point_has_the_last_word_on_a_shared_option() -> Non
     options = preflight.merge_options([spec])
     assert options["launcher_type"]["choices"] == ["torchrun", "slurm"]
     assert "launcher_kubernetes_nodes" in options
+
+
+# One value for the whole cluster: the contract, the workload and the job; only a node's own place and ranks vary.
+DIFFERS = "is one value for the whole cluster, but the hosts differ ({}); set it once (for group all, or with -e)"
+
+
+def agree(values: dict[str, dict[str, Any]]) -> list[Problem]:
+    return preflight.disagreement_problems(OPTIONS, values)
+
+
+def test_a_cluster_wide_input_one_host_sets_otherwise_is_refused_naming_hosts_and_values() -> None:
+    values = {"node1": {}, "node2": {"cluster_ssh_port": 2222}, "node3": {}}
+    assert agree(values) == [Problem("cluster_ssh_port", DIFFERS.format("node1, node3: 12345 (the default); node2: 2222"))]
+
+
+def test_values_that_differ_only_in_how_they_were_written_agree() -> None:
+    values = {"node1": {"cluster_ssh_port": "2222"}, "node2": {"cluster_ssh_port": 2222}, "node3": {"cluster_ssh_port": 2222}}
+    assert agree(values) == []
+
+
+def test_setting_the_default_on_one_host_is_no_disagreement() -> None:
+    assert agree({"node1": {"cluster_runtime": "container"}, "node2": {}}) == []
+
+
+@pytest.mark.parametrize("variable", ["cluster_root", "launcher_mlflow_tracking_uri"])
+def test_a_computed_default_is_shown_as_the_default(variable: str) -> None:
+    (problem,) = agree({"node1": {variable: "/srv/multinode"}, "node2": {}})
+    assert problem == Problem(variable, DIFFERS.format("node1: /srv/multinode; node2: the role's default"))
+
+
+@pytest.mark.parametrize("variable", ["cluster_runtime", "launcher_type", "launcher_script_args", "workload_src", "cluster_uid"])
+def test_every_cluster_wide_kind_is_held_to_one_value(variable: str) -> None:
+    first, second = {"cluster_runtime": ("host", "container"), "launcher_type": ("mpiexec", "torchrun")}.get(
+        variable, (["--epochs", "1"], ["--epochs", "2"]) if variable == "launcher_script_args" else ("/a", "/b") if variable == "workload_src" else (2000, 3000)
+    )
+    (problem,) = agree({"node1": {variable: first}, "node2": {variable: second}})
+    assert problem.variable == variable and "node1: " in problem.message and "node2: " in problem.message
+
+
+@pytest.mark.parametrize("variable", sorted(preflight.PER_HOST))
+def test_a_nodes_own_inputs_may_differ(variable: str) -> None:
+    assert agree({"node1": {variable: "a"}, "node2": {variable: "b"}}) == []
+
+
+def test_the_per_host_inputs_are_real_options() -> None:
+    assert preflight.PER_HOST <= set(OPTIONS)
+
+
+def test_provisioning_inputs_may_differ_per_host() -> None:
+    assert agree({"node1": {"container_runtime_http_proxy": "http://a:3128"}, "node2": {}}) == []
