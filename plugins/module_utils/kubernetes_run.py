@@ -399,6 +399,6 @@ def summarize(
             "runtime": "kubernetes",
             "image": job["image"],
             "script": job["script"],
-            "script_args": list(job["script_args"]),
+            "script_args": [str(word) for word in job["script_args"]],
         },
     }

@@ -435,13 +435,17 @@ def summarize(
             if event.get("event") == kinds.NODE_EXIT and "node" in event and "code" in event
         },
         "launcher_exit_code": launcher_exit_code,
+        "timed_out": bool(timed_out),
         "provision_changed": provision_changed,
         "phases": _phases(records, world_size, provision_seconds),
         "started_at": _started_at(records),
         "failure_detected_at": _failure_detected_at(records) if causes else None,
     }
     if extra is not None:
-        summary["settings"] = extra
+        summary["settings"] = dict(extra)
+        if "script_args" in extra:
+            # The words the launch command was given: strings, whatever type the inventory gave them.
+            summary["settings"]["script_args"] = [str(word) for word in extra["script_args"]]
     return summary
 
 
@@ -504,7 +508,7 @@ def _judge_scheduler(summary: dict[str, Any]) -> None:
     if state == "COMPLETED":
         return
     summary["failure_reasons"].append(
-        f"{scheduler.get('scheduler', 'the scheduler')} job {scheduler.get('job_id', '?')} ended {state}"
+        f"{scheduler.get('type', 'the scheduler')} job {scheduler.get('job_id', '?')} ended {state}"
         f" (exit code {scheduler.get('exit_code') or '?'})"
     )
     if summary["status"] == "succeeded":

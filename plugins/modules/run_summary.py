@@ -103,7 +103,7 @@ options:
   scheduler:
     description:
       - How the scheduler the job was submitted to saw it (launcher C(slurm)), recorded as RV(summary.scheduler).
-      - Keys C(scheduler), C(job_id), C(state), C(exit_code), C(node_list), C(elapsed). A C(state) other than
+      - Keys C(type) (C(slurm)), C(job_id), C(state), C(exit_code), C(node_list), C(elapsed). A C(state) other than
         C(COMPLETED) fails the run, naming the job.
       - Empty when no scheduler ran the job.
     type: dict

@@ -25,6 +25,7 @@ from ansible_collections.multinode.training.plugins.module_utils import events, 
 from ansible_collections.multinode.training.plugins.module_utils.run_report import (
     STALL_FILE, STRAGGLERS_FILE, read_stragglers, write_json,
 )
+from ansible_collections.multinode.training.plugins.module_utils.run_schema import SUMMARY_FILE
 from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Watchdog
 
@@ -33,7 +34,6 @@ display = Display()
 LIVE_LOG = "live.log"
 PROGRESS_FILE = "progress.jsonl"
 CANCEL_FILE = "cancel"
-SUMMARY_FILE = "summary.json"
 # Who follows the running job (the ansible-playbook process), where the job runs and how to reach it: a cancel asked
 # for when that process has gone reaches the launcher node itself (multinode_training.api.cancel).
 FOLLOWING_FILE = "following.json"

@@ -45,6 +45,7 @@ from multinode_training.records import (
     Stalled,
     Straggler,
 )
+from multinode_training.summary import Summary
 
 __all__ = [
     "CheckError",
@@ -68,6 +69,7 @@ __all__ = [
     "RunNotFoundError",
     "Stalled",
     "Straggler",
+    "Summary",
     "cancel",
     "check",
     "find_collection",

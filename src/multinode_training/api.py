@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ansible_runner
 
 from multinode_training.records import Failure, PhaseChanged, PlanShown, ProgressReader, Record, Translator
+from multinode_training.summary import Summary
 
 # Seconds between two reads of the running job's progress file.
 POLL_SECONDS = 0.25
@@ -26,6 +27,7 @@ POLL_SECONDS = 0.25
 PROGRESS_FILE = "progress.jsonl"
 LIVE_LOG = "live.log"
 CANCEL_FILE = "cancel"
+# The collection's run_schema.SUMMARY_FILE (this package does not import the collection; a test holds them equal).
 SUMMARY_FILE = "summary.json"
 # ansible-runner's private data directory of the run's playbook, kept in the run directory (artifacts: stdout, events).
 RUNNER_DIR = "runner"
@@ -47,7 +49,7 @@ class Run:
     status: str
     rc: int
     dir: Path | None
-    summary: dict[str, Any] | None
+    summary: Summary | None
     task_counts: dict[str, dict[str, int]]
 
     @classmethod
@@ -60,7 +62,7 @@ class Run:
         # A run of train() or ansible-playbook has no job file: its summary is all there is.
         record = read_json(run_dir / JOB_FILE) or {}
         rc = record.get("rc", 0 if summary["status"] == "succeeded" else 2)
-        return cls(str(summary["status"]), int(rc), run_dir, summary, dict(record.get("task_counts") or {}))
+        return cls(str(summary["status"]), int(rc), run_dir, cast(Summary, summary), dict(record.get("task_counts") or {}))
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,7 @@ def train(
         artifacts_dir=run_dir / RUNNER_DIR,
     )
     summary_file = run_dir / SUMMARY_FILE
-    summary = json.loads(summary_file.read_text()) if summary_file.exists() else None
+    summary = cast(Summary, json.loads(summary_file.read_text())) if summary_file.exists() else None
     if summary:
         status = summary["status"]
     else:

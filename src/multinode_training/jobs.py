@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from multinode_training.api import (
     CANCEL_FILE,
@@ -47,6 +47,7 @@ from multinode_training.api import (
     run_dir_at,
 )
 from multinode_training.records import Failure, PhaseChanged, Record
+from multinode_training.summary import Summary
 
 QUEUED = "queued"
 # The state of a job by the phase its playbook is in.
@@ -149,9 +150,10 @@ class Job:
         return self.run_dir.name
 
     @property
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> Summary | None:
         """summary.json once the job wrote it."""
-        return read_json(self.run_dir / SUMMARY_FILE)
+        summary = read_json(self.run_dir / SUMMARY_FILE)
+        return cast(Summary, summary) if isinstance(summary, dict) else None
 
     def status(self) -> str:
         """queued, provisioning, launching, running, collecting, or how it ended (succeeded, failed, cancelled,

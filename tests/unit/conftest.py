@@ -8,7 +8,11 @@ repository root, so putting ``<repo>/collections`` on sys.path is enough.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 COLLECTIONS_ROOT = Path(__file__).resolve().parents[2] / "collections"
 
@@ -20,3 +24,18 @@ def pytest_configure(config):
     # modules/ and module_utils/ both contain test_hostfile.py and there are no
     # __init__.py files, so the default "prepend" import mode would collide.
     config.option.importmode = "importlib"
+
+
+@pytest.fixture
+def summary_problems() -> Callable[[Any], list[str]]:
+    """A function naming every way a summary.json departs from the one schema (empty when it conforms)."""
+    from jsonschema import Draft202012Validator  # noqa: PLC0415 (a test-only dependency)
+
+    from ansible_collections.multinode.training.plugins.module_utils.run_schema import SUMMARY_SCHEMA  # noqa: PLC0415
+
+    validator = Draft202012Validator(SUMMARY_SCHEMA)
+
+    def problems(summary: Any) -> list[str]:
+        return [f"{'/'.join(map(str, error.absolute_path)) or '(top)'}: {error.message}" for error in validator.iter_errors(summary)]
+
+    return problems

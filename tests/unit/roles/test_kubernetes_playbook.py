@@ -357,7 +357,7 @@ def test_a_job_the_ssh_path_refuses_is_refused_in_its_words_before_anything_is_w
     assert refused <= problem_lines(ssh.stdout)
 
 
-def test_a_job_that_succeeds(tmp_path: Path, serve) -> None:
+def test_a_job_that_succeeds(tmp_path: Path, serve, summary_problems) -> None:
     operator = Operator(
         run_seconds=1.5,
         end="Succeeded",
@@ -376,6 +376,7 @@ def test_a_job_that_succeeds(tmp_path: Path, serve) -> None:
         (run / "pytorchjob.yaml").read_text(encoding="utf-8")
     )
     found = summary(tmp_path, "20261125-100000-torchrun")
+    assert summary_problems(found) == []
     assert found["status"] == "succeeded" and found["failure_reasons"] == []
     assert found["world_size"] == 3 and found["launcher"] == "torchrun"
     assert found["node_names"] == [
@@ -392,7 +393,7 @@ def test_a_job_that_succeeds(tmp_path: Path, serve) -> None:
     )
 
 
-def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve) -> None:
+def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve, summary_problems) -> None:
     operator = Operator(
         run_seconds=0.5,
         end="Failed",
@@ -408,6 +409,7 @@ def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve)
     assert result.returncode != 0
     assert "job fail1 failed: pod fail1-worker-1 (worker 1) exited 3" in result.stdout
     found = summary(tmp_path, "fail1")
+    assert summary_problems(found) == []
     assert found["status"] == "failed"
     assert found["failure_reasons"][0] == "pod fail1-worker-1 (worker 1) exited 3"
     assert found["failure_reasons"][1] == "pod fail1-master-0 (master 0) exited 1"
@@ -415,12 +417,13 @@ def test_a_failed_rank_fails_the_run_naming_the_first_pod(tmp_path: Path, serve)
     assert "SystemExit: 3" in (tmp_path / "runs/fail1/nodes/fail1-worker-1/logs/pod.log").read_text(encoding="utf-8")
 
 
-def test_a_job_past_its_time_is_deleted_and_reported(tmp_path: Path, serve) -> None:
+def test_a_job_past_its_time_is_deleted_and_reported(tmp_path: Path, serve, summary_problems) -> None:
     operator = Operator(run_seconds=0, end=None, pods=[FakePod("master", 0, 0, "", "still going\n")])
     kubeconfig = serve(operator)
     result = run_on_cluster(tmp_path, kubeconfig, "slow1", "launcher_timeout=2")
     assert result.returncode != 0
     found = summary(tmp_path, "slow1")
+    assert summary_problems(found) == []
     assert found["status"] == "failed" and found["timed_out"] is True
     assert found["failure_reasons"][0].startswith("timed out")
     assert "DELETE /apis/kubeflow.org/v1/namespaces/default/pytorchjobs/slow1" in operator.requests

@@ -748,3 +748,25 @@ def test_describe_takes_max_restarts_as_extra_vars_give_it() -> None:
 def test_describe_names_the_variable_of_a_bad_max_restarts() -> None:
     with pytest.raises(KubernetesRunError, match=r"^launcher_max_restarts \(max_restarts\): must be a whole number >= 0"):
         kubernetes_run.describe(params(max_restarts="-1"))
+
+
+# ---------------------------------------------------------------- summarize: the run schema (run_schema.py)
+
+
+@pytest.mark.parametrize(
+    ("kind", "pods", "conditions", "timed_out"),
+    [
+        ("PyTorchJob", pytorch_pods(), (condition("Succeeded"),), False),
+        ("PyTorchJob", pytorch_pods(worker1=(3, "2026-11-25T10:00:01Z")), (condition("Failed", message="failed"),), False),
+        ("PyTorchJob", pytorch_pods(), (condition("Running"),), True),
+        ("MPIJob", [pod(f"{NAME}-launcher-x", role="launcher", exit_code=0)], (condition("Succeeded"),), False),
+        ("TrainJob", [pod(f"{NAME}-node-0-0-a", completion_index=0, exit_code=None, container="node")], (), False),
+        ("TrainJob", [], (condition("Complete"),), False),
+    ],
+)
+def test_every_summary_of_a_kubernetes_run_has_the_runs_schema(
+    kind: str, pods: list[dict[str, Any]], conditions: tuple[dict[str, str], ...], timed_out: bool, summary_problems: Any
+) -> None:
+    summary = kubernetes_run.summarize(kind, job_facts(kind, script_args=["--epochs", 2]), resource(kind, *conditions), pods, timed_out)
+    assert summary_problems(summary) == []
+    assert summary["scheduler"]["type"] == "kubernetes" and summary["settings"]["script_args"] == ["--epochs", "2"]

@@ -172,6 +172,7 @@ def test_success_needs_only_exit_codes(
         "rank_nodes": {"0": "node1", "1": "node2", "2": "node3"},
         "node_exit_codes": node_exit_codes,
         "launcher_exit_code": 0,
+        "timed_out": False,
         "provision_changed": 0,
         "phases": {"provision": 12.35, "launch": launch_seconds, "train": 25.0},
         "root_cause_kind": None,

@@ -10,6 +10,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ansible_collections.multinode.training.plugins.module_utils.run_report import collected_outputs, run_summary, write_json
 
 T0 = 1_000.0
@@ -207,7 +209,7 @@ def test_run_summary_result_is_what_write_json_can_write(tmp_path: Path) -> None
 
 
 def slurm(state: str, exit_code: str) -> dict[str, str]:
-    return {"scheduler": "slurm", "job_id": "42", "state": state, "exit_code": exit_code, "node_list": "node[1-3]"}
+    return {"type": "slurm", "job_id": "42", "state": state, "exit_code": exit_code, "node_list": "node[1-3]"}
 
 
 def test_run_summary_records_the_scheduler_job(tmp_path: Path) -> None:
@@ -232,3 +234,54 @@ def test_a_failed_rank_stays_the_first_reason_under_a_scheduler(tmp_path: Path) 
     assert summary["status"] == "failed"
     assert "rank 1" in summary["failure_reasons"][0]
     assert summary["failure_reasons"][-1] == "slurm job 42 ended FAILED (exit code 1:0)"
+
+
+# --------------------------------------------------------------------------- the schema (run_schema.py)
+
+# What the launcher role passes as settings (roles/launcher/tasks/attempt.yml), for one node.
+ROLE_SETTINGS = {
+    "runtime": "container",
+    "backend": "gloo",
+    "hostfile_dialect": "torchrun",
+    "script": "train.py",
+    "script_args": ["--epochs", 3],
+    "data_dir": "",
+    "requirements": {},
+    "health": {},
+    "interfaces": {"node1": "eth0"},
+    "tuning": {"node1": {"slots": 2}},
+    "topology": {"node1": {"sockets": 1}},
+    "devices": {"node1": []},
+}
+
+
+@pytest.mark.parametrize(
+    ("failing_rank", "changes"),
+    [
+        (None, {"job_name": "mnist", "phase_stats": {"provision": {"seconds": 12.3, "changed": 3}}}),
+        (2, {"launcher_exit_code": 1, "resumed_from": "/ckpt/epoch-3"}),
+        (None, {"timed_out": True, "launcher_exit_code": 124}),
+        (None, {"scheduler": slurm("COMPLETED", "0:0")}),
+        (1, {"launcher_exit_code": 1, "scheduler": slurm("FAILED", "1:0")}),
+    ],
+)
+def test_every_summary_of_an_ssh_run_has_the_runs_schema(
+    tmp_path: Path, failing_rank: int | None, changes: dict[str, Any], summary_problems: Any
+) -> None:
+    summary = run_summary(params(collected_run(tmp_path / "run", failing_rank=failing_rank), settings=ROLE_SETTINGS, **changes))
+    # the run_summary action's bookkeeping (plugins/action/run_summary.py)
+    summary.update(attempt=1, restarts=[])
+    assert summary_problems(summary) == []
+    assert summary["settings"]["script_args"] == ["--epochs", "3"]
+    assert summary["timed_out"] is changes.get("timed_out", False)
+
+
+def test_a_summary_that_departs_from_the_schema_is_caught(tmp_path: Path, summary_problems: Any) -> None:
+    summary = run_summary(params(collected_run(tmp_path / "run"), settings=ROLE_SETTINGS))
+    summary["status"] = "ok"
+    summary["scheduler"] = {"scheduler": "slurm"}
+    del summary["timed_out"]
+    found = summary_problems(summary)
+    assert any(problem.startswith("status: 'ok' is not one of") for problem in found)
+    assert any(problem.startswith("scheduler: ") for problem in found)
+    assert any("'timed_out' is a required property" in problem for problem in found)
