@@ -62,10 +62,10 @@ train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's 
 unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units
 
-lint: venv ## ansible-lint (production profile); README variable and summary key tables match the specs; changelog fragments
+lint: venv ## ansible-lint (production profile); README variable, summary key and launcher tables match the code; changelog fragments
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
-	python scripts/summary_docs.py --check
+	python scripts/generated_docs.py --check
 	antsibull-changelog lint
 
 sanity: venv ## ansible-test sanity on the collection as ansible-galaxy builds it

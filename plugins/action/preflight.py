@@ -78,7 +78,8 @@ class ActionModule(ActionBase):
 
         found: list[tuple[str, preflight.Problem]] = []
         for host, (host_values, template_problems) in values.items():
-            own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(host_values)
+            effective = preflight.with_spec_defaults(options, host_values)
+            own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(effective)
             found += [(host, problem) for problem in own]
         if scope == "run":
             problems = preflight.merge_hosts(found, hosts) + self._cluster_problems(task_vars, groups, options, values)
@@ -105,12 +106,13 @@ class ActionModule(ActionBase):
         workers = list(task_vars["groups"].get(groups[1], []))
         entries = self._entries(task_vars["hostvars"], hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
         first = launchers[0] if launchers else hosts[0]
+        settings = preflight.with_spec_defaults(options, values[first][0])
         return (
             preflight.disagreement_problems(options, {host: own for host, (own, _problems) in values.items()})
             + preflight.inventory_problems(launchers, workers, entries, groups)
-            + preflight.runtime_problems(values[first][0])
-            + preflight.shell_word_problems(values[first][0])
-            + preflight.scheduler_problems(values[first][0], hosts)
+            + preflight.runtime_problems(settings)
+            + preflight.shell_word_problems(settings)
+            + preflight.scheduler_problems(settings, hosts)
             + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
         )
 

@@ -10,6 +10,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.multinode.training.plugins.module_utils import cluster, launch
+from ansible_collections.multinode.training.plugins.module_utils.job_id import job_id
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 
 
@@ -66,4 +67,5 @@ class FilterModule:
             "rank_tuning": _filter_errors(launch.rank_tuning),
             "interface_env": launch.interface_env,
             "device_problems": device_problems,
+            "job_id": job_id,
         }

@@ -24,11 +24,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME
 
-LAUNCHERS = ("torchrun", "mpiexec", "mpirun")
-# The launchers each kind can start.
-KINDS = {"PyTorchJob": ("torchrun",), "TrainJob": ("torchrun",), "MPIJob": ("mpiexec", "mpirun")}
+# The launchers that run on Kubernetes, and the ones each kind can start (their registry entries' kubernetes_kinds).
+LAUNCHERS = tuple(name for name, launcher in REGISTRY.items() if launcher.kubernetes_kinds)
+KINDS = {
+    kind: tuple(name for name in LAUNCHERS if kind in REGISTRY[name].kubernetes_kinds)
+    for name in LAUNCHERS
+    for kind in REGISTRY[name].kubernetes_kinds
+}
 MANAGED_BY = "multinode.training"
 
 # RFC 1035 labels: every operator here checks job names with it (the PyTorchJob webhook with

@@ -30,10 +30,12 @@ from typing import Any, Mapping, Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job import (
     KINDS,
+    LAUNCHERS,
     KubernetesJob,
     KubernetesJobError,
     check,
 )
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     PLACEHOLDERS,
     expand_placeholders,
@@ -49,8 +51,8 @@ API_VERSIONS = {
 # The condition that ends the job well, per kind; "Failed" ends it badly for every kind.
 SUCCESS_CONDITION = {"PyTorchJob": "Succeeded", "TrainJob": "Complete", "MPIJob": "Succeeded"}
 FAILURE_CONDITION = "Failed"
-# The kind a launcher's job becomes when none is asked for.
-DEFAULT_KIND = {"torchrun": "PyTorchJob", "mpiexec": "MPIJob", "mpirun": "MPIJob"}
+# The kind a launcher's job becomes when none is asked for: its registry entry's first.
+DEFAULT_KIND = {name: REGISTRY[name].kubernetes_kinds[0] for name in LAUNCHERS}
 
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Build the command lines that start a multi-node training job, for each supported launcher.
+"""Build the command lines that start a multi-node training job, for each supported launcher; and the launcher
+registry (REGISTRY, at the end), every launcher in one declaration that the rest of the collection reads.
 
 Pure Python (no Ansible imports) so it runs on the controller, on managed
 nodes (Python 3.9+) and in plain unit tests. ``build()`` returns argv lists;
@@ -25,6 +26,7 @@ from ansible_collections.multinode.training.plugins.module_utils.hostfile import
     uniform_slots,
     world_size,
 )
+from ansible_collections.multinode.training.plugins.module_utils import rank_contract
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME
 
 RDZV_BACKENDS = ("c10d", "static")
@@ -75,30 +77,9 @@ HOROVOD_CONTROLLERS = ("gloo", "mpi")
 # The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
 # (deepspeed/launcher/constants.py and runner.py in deepspeedai/DeepSpeed; slurm is left out).
 DEEPSPEED_LAUNCHERS = ("pdsh", "openmpi", "mpich", "impi", "mvapich")
-# The launchers started once per node over SSH (the launch script supervises each node's process), and what that
-# process is called in the job's events; every other one starts all ranks itself from the launcher node.
-NODE_AGENTS: Mapping[str, str] = {"torchrun": "torchrun agent", "tensorflow": "TensorFlow worker"}
-
-# The launchers that run one rank per node whatever the node's topology (launcher_nproc_per_node "auto" means 1).
-ONE_RANK_PER_NODE = ("tensorflow",)
-# The launchers that join the program's words with spaces and hand them to a shell: ipexrun, and deepspeed with its
-# pdsh runner (the only one the launcher role runs). _shell_words refuses what a shell would change.
-SHELL_JOINED = ("ipexrun", "deepspeed")
-
-# The hostfile.py dialect the file at LaunchSpec.hostfile_path must be written in. torchrun and tensorflow read no
-# hostfile; horovodrun gets its hosts from ``-H``, and the one kept is what its ``--hostfile`` would read.
-HOSTFILE_DIALECT = {
-    "mpiexec": "intelmpi",
-    "mpirun": "openmpi",
-    "ipexrun": "ipexrun",
-    "horovodrun": "horovod",
-    "deepspeed": "deepspeed",
-}
-
-
 def hostfile_dialect(launcher: str) -> str:
-    """The dialect of the hostfile written for ``launcher``: the one it reads, else Intel MPI's (for reference)."""
-    return HOSTFILE_DIALECT.get(launcher, "intelmpi")
+    """The dialect of the hostfile written for ``launcher`` (its registry entry's)."""
+    return REGISTRY[launcher].hostfile_dialect
 
 
 # Every layer that opens sockets picks its interface from its own variable:
@@ -167,20 +148,20 @@ def network_env(iface: str, master_addr: str, master_port: int) -> dict[str, str
 def build(spec: LaunchSpec) -> list[list[str]]:
     """The argv(s) to run from the launcher node.
 
-    torchrun and tensorflow (NODE_AGENTS) return one argv per host, in
+    A node agent (torchrun, tensorflow: the registry's node_agent) returns one argv per host, in
     host order, each to be run on that host with ``ssh <address>``; ssh joins
     its arguments with spaces, so pass ``shlex.join(argv)`` as the remote
     command. Every other launcher returns a single argv that starts all ranks
     itself.
     """
-    builder = _BUILDERS.get(spec.launcher)
-    if builder is None:
+    launcher = REGISTRY.get(spec.launcher)
+    if launcher is None:
         raise LaunchError(f"unknown launcher {spec.launcher!r}; expected one of: {', '.join(LAUNCHERS)}")
     if not spec.hosts:
         raise LaunchError("the host list is empty")
     if spec.omp_num_threads < 1:
         raise LaunchError(f"omp_num_threads must be >= 1, got {spec.omp_num_threads}")
-    return builder(spec)
+    return launcher.build(spec)
 
 
 def defaults_from_topology(
@@ -247,14 +228,14 @@ def rank_tuning(
     thread each). ``env`` is laid over the computed environment. Returns
     ``{"slots", "omp_num_threads", "env", "source"}``, where ``source`` names,
     for each of the three, whether it came from the topology or the user. For a
-    ``launcher`` that runs a fixed number of ranks per node (ONE_RANK_PER_NODE:
+    ``launcher`` that runs a fixed number of ranks per node (the registry's one_rank_per_node:
     tensorflow's one worker), ``"auto"`` ranks is that number and the node's
     cores are split over it (``source`` says ``launcher``).
     """
     if backend not in TRAINING_BACKENDS:
         raise LaunchError(f"unknown backend {backend!r}; expected one of: {', '.join(TRAINING_BACKENDS)}")
     topology = defaults_from_topology(cpu["sockets"], cpu.get("numa_nodes"), cpu["cores_per_socket"], backend)
-    fixed = nproc_per_node == "auto" and launcher in ONE_RANK_PER_NODE
+    fixed = nproc_per_node == "auto" and launcher in REGISTRY and REGISTRY[launcher].one_rank_per_node
     if fixed:
         nproc_per_node = 1
     slots = topology["slots"] if nproc_per_node == "auto" else _at_least_one(nproc_per_node, "nproc_per_node")
@@ -634,14 +615,171 @@ def _tensorflow(spec: LaunchSpec) -> list[list[str]]:
 # The job goes to Slurm (sbatch, launch_script.py): each node's Slurm task runs the same torchrun agent as
 # launcher "torchrun" would start there over SSH (the same rendezvous on the launcher node).
 
-_BUILDERS: dict[str, Callable[[LaunchSpec], list[list[str]]]] = {
-    "torchrun": _torchrun,
-    "mpiexec": _mpiexec,
-    "mpirun": _mpirun,
-    "ipexrun": _ipexrun,
-    "horovodrun": _horovodrun,
-    "deepspeed": _deepspeed,
-    "tensorflow": _tensorflow,
-    "slurm": _torchrun,
+
+
+# ---------------------------------------------------------------- the launcher registry
+# Every launcher, each in one declaration: everything the collection knows of it. The preflight, the rank contract,
+# the launch script, the progress parser, the Kubernetes entry point, the launcher role's argument spec (held to it by
+# a test) and the docs' launcher table (scripts/generated_docs.py) all read this; adding a launcher is adding one
+# declaration here (every field is required) and its tests.
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """One launcher, in full."""
+
+    name: str
+    # What it does, one line (the docs' table).
+    summary: str
+    # The argv(s) that start the job from the launcher node: one per node for a node agent, else one.
+    build: Callable[[LaunchSpec], list[list[str]]]
+    # The hostfile.py dialect of the hostfile written for it (one it reads, else Intel MPI's, for reference).
+    hostfile_dialect: str
+    # The rank variables it sets in every rank's environment (rank_contract.CONTRACT's sources); the rank wrapper
+    # derives the rest.
+    rank_variables: tuple[str, ...]
+    # Started once per node over SSH, the launch script supervising each node's process: what that process is called
+    # in the job's events. Empty: it starts every rank itself from the launcher node.
+    node_agent: str
+    # Runs one rank per node whatever the topology (launcher_nproc_per_node auto means 1, more is refused).
+    one_rank_per_node: bool
+    # Joins the program's words with spaces and hands them to a shell (what a shell would change is refused).
+    shell_joined: bool
+    # Where it can run (cluster_runtime): in the training image's containers, on the hosts.
+    runtimes: tuple[str, ...]
+    # The cluster_scheduler it needs ("none": it starts the ranks itself, over SSH).
+    scheduler: str
+    # The Kubeflow kinds it runs as on Kubernetes, the default first; empty: not on Kubernetes.
+    kubernetes_kinds: tuple[str, ...]
+    # The image (images/<image>) that has it, for cluster_image; empty where it runs on the hosts only.
+    image: str
+    # A regular expression for the label it puts before every line it relays (progress.py strips it); empty: none.
+    output_label: str
+
+
+REGISTRY: Mapping[str, Launcher] = {
+    launcher.name: launcher
+    for launcher in (
+        Launcher(
+            name="torchrun",
+            summary="one torchrun agent per node over SSH, c10d or static rendezvous on the launcher node",
+            build=_torchrun,
+            hostfile_dialect="intelmpi",
+            rank_variables=rank_contract.TORCHRUN_SETS,
+            node_agent="torchrun agent",
+            one_rank_per_node=False,
+            shell_joined=False,
+            runtimes=("container", "host"),
+            scheduler="none",
+            kubernetes_kinds=("PyTorchJob", "TrainJob"),
+            image="training",
+            output_label="",
+        ),
+        Launcher(
+            name="mpiexec",
+            summary="Intel MPI's mpiexec.hydra from the launcher node, its hosts from the hostfile",
+            build=_mpiexec,
+            hostfile_dialect="intelmpi",
+            rank_variables=rank_contract.HYDRA_SETS,
+            node_agent="",
+            one_rank_per_node=False,
+            shell_joined=False,
+            runtimes=("container", "host"),
+            scheduler="none",
+            kubernetes_kinds=("MPIJob",),
+            image="training",
+            output_label="",
+        ),
+        Launcher(
+            name="mpirun",
+            summary="Open MPI's mpirun from the launcher node, its hosts from the hostfile",
+            build=_mpirun,
+            hostfile_dialect="openmpi",
+            rank_variables=rank_contract.OPEN_MPI_SETS,
+            node_agent="",
+            one_rank_per_node=False,
+            shell_joined=False,
+            runtimes=("container",),
+            scheduler="none",
+            kubernetes_kinds=("MPIJob",),
+            image="training",
+            output_label=r"\[[0-9]+,[0-9]+\]<std(?:out|err)>:",
+        ),
+        Launcher(
+            name="ipexrun",
+            summary="Intel Extension for PyTorch's ipexrun (legacy) over Intel MPI",
+            build=_ipexrun,
+            hostfile_dialect="ipexrun",
+            rank_variables=rank_contract.HYDRA_SETS,
+            node_agent="",
+            one_rank_per_node=False,
+            shell_joined=True,
+            runtimes=("container",),
+            scheduler="none",
+            kubernetes_kinds=(),
+            image="training-ipex",
+            output_label=r"\[[0-9]+\] ",
+        ),
+        Launcher(
+            name="horovodrun",
+            summary="horovodrun from the launcher node (Gloo or MPI controller), its hosts given with -H",
+            build=_horovodrun,
+            hostfile_dialect="horovod",
+            rank_variables=rank_contract.HOROVOD_SETS,
+            node_agent="",
+            one_rank_per_node=False,
+            shell_joined=False,
+            runtimes=("container",),
+            scheduler="none",
+            kubernetes_kinds=(),
+            image="training-horovod",
+            output_label=r"\[[0-9]+\]<std(?:out|err)>:",
+        ),
+        Launcher(
+            name="deepspeed",
+            summary="the deepspeed launcher's pdsh runner, one deepspeed.launcher.launch agent per node over SSH",
+            build=_deepspeed,
+            hostfile_dialect="deepspeed",
+            rank_variables=rank_contract.DEEPSPEED_SETS,
+            node_agent="",
+            one_rank_per_node=False,
+            shell_joined=True,
+            runtimes=("container",),
+            scheduler="none",
+            kubernetes_kinds=(),
+            image="training-deepspeed",
+            output_label="",
+        ),
+        Launcher(
+            name="tensorflow",
+            summary="one TensorFlow MultiWorkerMirroredStrategy worker per node over SSH, TF_CONFIG from the inventory",
+            build=_tensorflow,
+            hostfile_dialect="intelmpi",
+            rank_variables=rank_contract.TORCHRUN_SETS,
+            node_agent="TensorFlow worker",
+            one_rank_per_node=True,
+            shell_joined=False,
+            runtimes=("container",),
+            scheduler="none",
+            kubernetes_kinds=(),
+            image="training-tensorflow",
+            output_label="",
+        ),
+        Launcher(
+            name="slurm",
+            summary="sbatch to the Slurm the slurm role runs on the nodes: one torchrun agent per node as a Slurm task",
+            build=_torchrun,
+            hostfile_dialect="intelmpi",
+            rank_variables=rank_contract.TORCHRUN_SETS,
+            node_agent="",
+            one_rank_per_node=False,
+            shell_joined=False,
+            runtimes=("host",),
+            scheduler="slurm",
+            kubernetes_kinds=(),
+            image="",
+            output_label="",
+        ),
+    )
 }
-LAUNCHERS = tuple(_BUILDERS)
+LAUNCHERS = tuple(REGISTRY)

@@ -33,7 +33,7 @@ import shlex
 from typing import Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
-from ansible_collections.multinode.training.plugins.module_utils.launch import NODE_AGENTS, LaunchError, LaunchSpec, build
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY, LaunchError, LaunchSpec, build
 # Node names become log file names, bash array keys and JSON strings in the script.
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import NODE_NAME
 
@@ -71,9 +71,10 @@ def render_launch_script(
     argvs = build(spec)
     names = _node_names(spec)
     ssh = _ssh_words(spec)
-    if spec.launcher in NODE_AGENTS:
+    launcher = REGISTRY[spec.launcher]
+    if launcher.node_agent:
         body = _per_node_body(spec, argvs, job_dir, work_dir, names, env_script)
-    elif spec.launcher == "slurm":
+    elif launcher.scheduler == "slurm":
         body = _slurm_body(argvs, job_dir, work_dir, names, spec.job_id)
     else:
         body = _single_launcher_body(spec, argvs[0])
@@ -212,7 +213,7 @@ def _per_node_body(
         '  [ -n "${finished:-}" ] || continue  # a trapped signal interrupts wait and unsets it',
         '  node=${agents[$finished]}',
         '  unset "agents[$finished]"',
-        "  " + _event(events.NODE_EXIT, _node_exit_fields(NODE_AGENTS[spec.launcher])),
+        "  " + _event(events.NODE_EXIT, _node_exit_fields(REGISTRY[spec.launcher].node_agent)),
         '  if [ "$code" -ne 0 ]; then',
         '    [ "$status" -ne 0 ] || status=$code',
         '    abort "node $node exited $code"',

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
 from ansible_collections.multinode.training.plugins.module_utils.run_report import parse_events
 
 # The rank wrapper's line prefix (events.RANK_LINE_PREFIX), parsed back.
 RANK_LINE = re.compile(r"\[rank (\d+) ([A-Za-z0-9_.:@+-]+)\] (.*)")
-# The label a launcher puts in front of every line it relays, before the rank wrapper's prefix: horovodrun's
-# "[<index>]<stdout>:" (prefix_connection in horovod/runner/common/util/safe_shell_exec.py; it has no switch to leave
-# it out), Open MPI's --tag-output "[<job>,<rank>]<stdout>:" and Intel MPI's -l "[<rank>] ", which ipexrun always
-# passes to mpiexec.hydra (launcher_distributed.py in intel/intel-extension-for-pytorch).
-_RELAY_LABEL = re.compile(r"\[[0-9,]+\](?:<std(?:out|err)>:| )")
+# The label a launcher puts in front of every line it relays, before the rank wrapper's prefix (each launcher's
+# registry entry, launch.REGISTRY: horovodrun's "[<index>]<stdout>:", Open MPI's --tag-output "[<job>,<rank>]<stdout>:",
+# Intel MPI's -l "[<rank>] " that ipexrun always passes to mpiexec.hydra).
+_RELAY_LABEL = re.compile("|".join(f"(?:{launcher.output_label})" for launcher in REGISTRY.values() if launcher.output_label))
 # A printed epoch: "epoch 3", "Epoch: 3/10", "epoch=3"; its loss and throughput when the line gives them.
 _EPOCH_TEXT = re.compile(r"\bepoch\b['\"]?\s*[:=#]?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 _LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", re.IGNORECASE)

@@ -74,29 +74,15 @@ JOB_VARIABLES: tuple[tuple[str, str], ...] = (
     ("DATA_DIR", "the staged (or shared) data set, empty when the job has none"),
 )
 
-_HYDRA_SETS = ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
-_TORCHRUN_SETS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
-# The launcher variables each launcher sets itself (the rest of CONTRACT comes from the wrapper).
-LAUNCHER_SETS: Mapping[str, tuple[str, ...]] = {
-    "torchrun": _TORCHRUN_SETS,
-    # Slurm runs one torchrun agent per node.
-    "slurm": _TORCHRUN_SETS,
-    "horovodrun": ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK"),
-    # One TensorFlow worker per node, given torchrun's variables (and TF_CONFIG) by the launch script.
-    "tensorflow": _TORCHRUN_SETS,
-    "mpiexec": _HYDRA_SETS,
-    # ipexrun starts the ranks with Intel MPI's mpiexec.hydra.
-    "ipexrun": _HYDRA_SETS,
-    # deepspeed.launcher.launch, each node's agent: torchrun's names for the rank, its own LOCAL_SIZE and CROSS_RANK
-    # for the node's (so LOCAL_WORLD_SIZE and GROUP_RANK come from the wrapper).
-    "deepspeed": ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"),
-    "mpirun": (
-        "OMPI_COMM_WORLD_RANK",
-        "OMPI_COMM_WORLD_SIZE",
-        "OMPI_COMM_WORLD_LOCAL_RANK",
-        "OMPI_COMM_WORLD_LOCAL_SIZE",
-    ),
-}
+# The rank variables each kind of launcher sets itself (the rest of CONTRACT comes from the wrapper); each launcher's
+# registry entry (launch.REGISTRY) names its set.
+HYDRA_SETS = ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+TORCHRUN_SETS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+HOROVOD_SETS = ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK")
+OPEN_MPI_SETS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")
+# deepspeed.launcher.launch, each node's agent: torchrun's names for the rank, its own LOCAL_SIZE and CROSS_RANK for
+# the node's (so LOCAL_WORLD_SIZE and GROUP_RANK come from the wrapper).
+DEEPSPEED_SETS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 # The per-rank variables a collective backend reads beyond the contract: (name, the contract variable it copies),
 # exported after the contract, so they hold whatever launcher started the rank.

@@ -277,12 +277,16 @@ def _shown(option: Mapping[str, Any], name: str, value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (list, dict)) else str(value)
 
 
+def _plain_default(option: Mapping[str, Any]) -> Any:
+    """The spec's default when it is a plain value; None when there is none or it is computed (a template)."""
+    default = option.get("default")
+    return None if default is None or "{{" in json.dumps(default, default=str) else default
+
+
 def _default_shown(option: Mapping[str, Any], name: str) -> str | None:
     """What a host that does not set the input gets, when the spec's default is a plain value (not computed)."""
-    default = option.get("default")
-    if default is None or "{{" in json.dumps(default, default=str):
-        return None
-    return _shown(option, name, default)
+    default = _plain_default(option)
+    return None if default is None else _shown(option, name, default)
 
 
 def disagreement_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
@@ -359,40 +363,47 @@ def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Pr
     ]
 
 
-# The launchers that run on the hosts themselves (cluster_runtime=host); the others need the training image.
-HOST_RUNTIME_LAUNCHERS = ("torchrun", "mpiexec", "slurm")
+def with_spec_defaults(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` over the argument specs' plain defaults: what the roles will be given (a computed default, a
+    template, is left out). The checks below read a run's settings from this, so no default is restated here."""
+    defaults = {name: _plain_default(option) for name, option in options.items()}
+    return {**{name: value for name, value in defaults.items() if value is not None}, **values}
+
+
+def _launcher(values: Mapping[str, Any]) -> launch.Launcher | None:
+    """The registry's entry of the launcher ``values`` name (None for an unknown one: the spec's choices say so)."""
+    return launch.REGISTRY.get(str(values.get("launcher_type")))
 
 
 def runtime_problems(values: Mapping[str, Any]) -> list[Problem]:
-    """The launcher can run where the run puts it: on the hosts only torchrun and mpiexec (the others' MPI is in
-    the training image). ``values`` are the launcher host's own."""
-    runtime = values.get("cluster_runtime") or "container"
-    launcher = values.get("launcher_type") or "torchrun"
-    if runtime != "host" or launcher in HOST_RUNTIME_LAUNCHERS:
+    """The launcher can run where the run puts it: on the hosts only a launcher whose registry entry says so (the
+    others are installed in the training image). ``values`` are the launcher host's own, over the defaults."""
+    launcher = _launcher(values)
+    if values.get("cluster_runtime") != "host" or launcher is None or "host" in launcher.runtimes:
         return []
-    allowed = " or ".join(HOST_RUNTIME_LAUNCHERS)
-    message = f"{launcher!r} needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use"
+    allowed = " or ".join(name for name, entry in launch.REGISTRY.items() if "host" in entry.runtimes)
+    message = f"{launcher.name!r} needs the training image (its launcher is installed there); on the hosts (cluster_runtime=host) use"
     return [Problem("launcher_type", f"{message} {allowed}")]
 
 
 def ranks_per_node_problems(values: Mapping[str, Any]) -> list[Problem]:
-    """A launcher that runs one worker per node (launch.ONE_RANK_PER_NODE) asked for more on a host. ``values``
-    are that host's own."""
-    launcher = values.get("launcher_type") or "torchrun"
+    """A launcher that runs one worker per node (its registry entry's one_rank_per_node) asked for more on a host.
+    ``values`` are that host's own, over the defaults."""
+    launcher = _launcher(values)
     ranks = values.get("launcher_nproc_per_node", "auto")
-    if launcher not in launch.ONE_RANK_PER_NODE or str(ranks).strip() in ("auto", "1"):
+    if launcher is None or not launcher.one_rank_per_node or str(ranks).strip() in ("auto", "1"):
         return []
-    message = f"{ranks!r} is not allowed with launcher_type={launcher}, which runs one worker per node (it uses the node's cores itself); use 1 or auto"
+    message = f"{ranks!r} is not allowed with launcher_type={launcher.name}, which runs one worker per node (it uses the node's cores itself); use 1 or auto"
     return [Problem("launcher_nproc_per_node", message)]
 
 
 def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:
-    """A launcher that hands the program's words to a shell joined by spaces (launch.SHELL_JOINED) given a script,
-    argument or launcher_env value a shell would split or expand, which the launch script would refuse only after
-    provisioning. A placeholder stands for a path of the job, which the cluster's names keep shell-safe. ``values``
-    are the launcher host's own."""
-    launcher = values.get("launcher_type") or "torchrun"
-    if launcher not in launch.SHELL_JOINED:
+    """A launcher that hands the program's words to a shell joined by spaces (its registry entry's shell_joined)
+    given a script, argument or launcher_env value a shell would split or expand, which the launch script would refuse
+    only after provisioning. A placeholder stands for a path of the job, which the cluster's names keep shell-safe.
+    ``values`` are the launcher host's own, over the defaults."""
+    launcher = _launcher(values)
+    if launcher is None or not launcher.shell_joined:
         return []
     stand_ins = dict.fromkeys(PLACEHOLDERS, "path")
     words = {
@@ -400,7 +411,7 @@ def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:
         "launcher_script_args": expand_placeholders([str(word) for word in _listed(values.get("launcher_script_args"))], stand_ins),
         "launcher_env": [f"{name}={value}" for name, value in _mapped(values.get("launcher_env")).items()],
     }
-    message = f"launcher_type={launcher} joins the program's words with spaces and runs them through a shell, which would split or expand"
+    message = f"launcher_type={launcher.name} joins the program's words with spaces and runs them through a shell, which would split or expand"
     return [
         Problem(name, f"{message}: {', '.join(map(repr, unsafe))}")
         for name, given in words.items()
@@ -444,13 +455,15 @@ def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[
     """Slurm where the job needs it: launcher_type=slurm needs the nodes to run Slurm (cluster_scheduler=slurm),
     which runs the ranks on the hosts (cluster_runtime=host) and names its nodes after the inventory's hosts.
     ``values`` are the launcher host's own."""
-    scheduler = values.get("cluster_scheduler") or "none"
+    scheduler = values.get("cluster_scheduler")
+    launcher = _launcher(values)
     problems = []
-    if (values.get("launcher_type") or "torchrun") == "slurm" and scheduler != "slurm":
-        problems.append(Problem("launcher_type", "'slurm' submits the job to Slurm on the nodes: set cluster_scheduler=slurm too"))
+    if launcher is not None and launcher.scheduler != "none" and scheduler != launcher.scheduler:
+        message = f"{launcher.name!r} submits the job to {launcher.scheduler.capitalize()} on the nodes: set cluster_scheduler={launcher.scheduler} too"
+        problems.append(Problem("launcher_type", message))
     if scheduler != "slurm":
         return problems
-    if (values.get("cluster_runtime") or "container") != "host":
+    if values.get("cluster_runtime") != "host":
         problems.append(Problem("cluster_scheduler", "'slurm' runs the ranks on the nodes under slurmd: set cluster_runtime=host"))
     named = [host for host in hosts if not slurm.NODE_NAME.fullmatch(host)]
     if named:

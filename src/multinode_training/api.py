@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
+import importlib.util
 import json
 import os
 import queue
@@ -14,9 +16,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 import ansible_runner
+import yaml
 
 from multinode_training.records import Failure, PhaseChanged, PlanShown, ProgressReader, Record, Translator
 from multinode_training.summary import Summary
@@ -215,10 +219,32 @@ class _Session:
             self.on_record(record)
 
 
-def job_id_for(extravars: Mapping[str, Any]) -> str:
-    """The job's id: ``launcher_job_id`` when given, else the time and the launcher (``20261127-141148-torchrun``)."""
-    launcher = str(extravars.get("launcher_type", "torchrun"))
-    return str(extravars.get("launcher_job_id") or f"{datetime.datetime.now(datetime.UTC):%Y%m%d-%H%M%S}-{launcher}")
+def job_id_for(extravars: Mapping[str, Any], collection: Path) -> str:
+    """The job's id by the collection's own formula (its module_utils/job_id.py, the launcher role's too):
+    ``launcher_job_id`` when given, else the time and ``launcher_job_name``, or the launcher (the launcher role's
+    default when the job names none: its argument spec's)."""
+    formula = _collection_module(collection, "job_id").job_id
+    launcher = extravars.get("launcher_type") or role_option_default(collection, "launcher", "launcher_type")
+    return str(formula(str(extravars.get("launcher_job_id") or ""), str(extravars.get("launcher_job_name") or ""), str(launcher)))
+
+
+@functools.cache
+def _collection_module(collection: Path, name: str) -> ModuleType:
+    """A module of the collection's module_utils that imports none of its others, loaded from its file."""
+    path = collection / "plugins" / "module_utils" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"multinode_training._collection_{name}", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def role_option_default(collection: Path, role: str, option: str) -> Any:
+    """An option's default as the role's argument spec (main) gives it: the one place a default is written."""
+    specs = yaml.safe_load((collection / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    return specs["argument_specs"]["main"]["options"][option].get("default")
 
 
 def train(
@@ -237,7 +263,8 @@ def train(
     stops the job on every node once it runs; the summary is still written and says ``cancelled``. A second
     KeyboardInterrupt stops ansible-playbook at once (status ``cancelled``, possibly no summary).
     """
-    job_id = job_id_for(extravars or {})
+    collection = find_collection(collection_dir)
+    job_id = job_id_for(extravars or {}, collection)
     runs = Path(runs_dir).expanduser().resolve()
     run_dir = runs / job_id
     variables = {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)}
@@ -262,7 +289,7 @@ def train(
         inventory,
         variables,
         check=False,
-        collection_dir=find_collection(collection_dir),
+        collection_dir=collection,
         progress=ProgressReader(run_dir / PROGRESS_FILE, not_before=started),
         on_interrupt=on_interrupt,
         artifacts_dir=run_dir / RUNNER_DIR,

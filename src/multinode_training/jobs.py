@@ -95,7 +95,8 @@ def submit(
     inventory_path = Path(inventory).expanduser().resolve()
     if not inventory_path.exists():
         raise InvalidJobError("-", [f"no inventory at {inventory_path}"])
-    job_id = job_id_for(extravars or {})
+    collection = find_collection(collection_dir)
+    job_id = job_id_for(extravars or {}, collection)
     runs = Path(runs_dir).expanduser().resolve()
     run_dir = runs / job_id
     earlier = read_job_file(run_dir)
@@ -114,7 +115,7 @@ def submit(
             "submitted_at": time.time(),
             "inventory": str(inventory_path),
             "extravars": {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)},
-            "collection_dir": str(find_collection(collection_dir)),
+            "collection_dir": str(collection),
             "playbook": "train.yml" if provision else "launch.yml",
             "queue": str(queue),
         },
@@ -173,8 +174,10 @@ class Job:
         state = str(record["state"])
         if state in FINAL_STATES or self.follower_alive():
             return state
-        # The follower ended between the summary and its last word, or died.
-        return str(summary["status"]) if summary and state == PHASE_STATES["collect"] else "lost"
+        # The follower ended between the summary and its last word, or died (after a stop was asked: cancelled).
+        if summary and state == PHASE_STATES["collect"]:
+            return str(summary["status"])
+        return "cancelled" if (self.run_dir / CANCEL_FILE).exists() else "lost"
 
     def follower_alive(self) -> bool:
         """Whether the follower is running (or just being started: its pid is not written yet)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ansible_collections.multinode.training.plugins.module_utils.rank_contract import CONTRACT, LAUNCHER_SETS
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
+from ansible_collections.multinode.training.plugins.module_utils.rank_contract import CONTRACT
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 ROW = re.compile(r"^\| `([A-Z_]+)` \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", re.MULTILINE)
@@ -27,10 +28,10 @@ def test_the_launcher_columns_name_the_variables_the_wrapper_reads():
     rows = table()
     for variable in CONTRACT:
         torchrun, mpiexec, mpirun = rows[variable.name][1:]
-        assert torchrun == "torchrun" and variable.name in LAUNCHER_SETS["torchrun"]
+        assert torchrun == "torchrun" and variable.name in REGISTRY["torchrun"].rank_variables
         for launcher, cell in (("mpiexec", mpiexec), ("mpirun", mpirun)):
             source = re.fullmatch(r"from `([A-Z_]+)`", cell)
             if source:
-                assert source.group(1) in variable.sources and source.group(1) in LAUNCHER_SETS[launcher]
+                assert source.group(1) in variable.sources and source.group(1) in REGISTRY[launcher].rank_variables
             else:
                 assert variable.fallback is not None, f"{variable.name}: {launcher} sets no source, yet no fallback"

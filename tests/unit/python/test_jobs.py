@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,8 @@ from multinode_training import jobs
 from multinode_training.__main__ import extra_vars, main
 from multinode_training.api import RunNotFoundError
 from multinode_training.jobs import FINAL_STATES, InvalidJobError, Job, ProvisioningError, list_runs, submit
+
+REPO = Path(__file__).resolve().parents[3]
 
 TRAIN = """
 - name: Provision the nodes
@@ -78,6 +81,10 @@ def cluster_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
     (collection / "playbooks" / "run_container.yml").write_text(
         textwrap.dedent(RUN_CONTAINER).replace("{{ run_dir }}", "{{ launcher_runs_dir }}/{{ launcher_job_id }}")
     )
+    # What the API reads of a collection besides its playbooks: the job id formula and the launcher's default.
+    for part in ("plugins/module_utils/job_id.py", "roles/launcher/meta/argument_specs.yml"):
+        (collection / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / part, collection / part)
     inventory = tmp_path / "hosts.ini"
     inventory.write_text(f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
     monkeypatch.setattr(jobs, "QUEUE_ROOT", tmp_path / "queue")
@@ -197,6 +204,15 @@ def test_a_job_whose_follower_died_is_lost(cluster: dict[str, Path]) -> None:
     (run_dir / "job.json").write_text(json.dumps({"job_id": "job-gone", "state": "running", "submitted_at": 1.0}))
     (run_dir / "follower.pid").write_text("999999999\n")
     assert Job.load(run_dir).status() == "lost"
+
+
+def test_a_job_whose_follower_died_after_a_stop_was_asked_is_cancelled(cluster: dict[str, Path]) -> None:
+    run_dir = cluster["runs"] / "job-stopped"
+    run_dir.mkdir(parents=True)
+    (run_dir / "job.json").write_text(json.dumps({"job_id": "job-stopped", "state": "running", "submitted_at": 1.0}))
+    (run_dir / "follower.pid").write_text("999999999\n")
+    (run_dir / "cancel").write_text("")
+    assert Job.load(run_dir).status() == "cancelled"
 
 
 def test_a_run_of_train_without_a_job_file_is_listed_by_its_summary(tmp_path: Path) -> None:

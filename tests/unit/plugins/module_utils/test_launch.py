@@ -12,9 +12,8 @@ import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry
 from ansible_collections.multinode.training.plugins.module_utils.launch import (
-    HOSTFILE_DIALECT,
     LAUNCHERS,
-    SHELL_JOINED,
+    REGISTRY,
     LaunchError,
     LaunchSpec,
     build,
@@ -341,14 +340,7 @@ def test_extra_env_overrides_the_computed_values():
 
 def test_launchers_and_hostfile_dialects():
     assert LAUNCHERS == ("torchrun", "mpiexec", "mpirun", "ipexrun", "horovodrun", "deepspeed", "tensorflow", "slurm")
-    assert HOSTFILE_DIALECT == {
-        "mpiexec": "intelmpi",
-        "mpirun": "openmpi",
-        "ipexrun": "ipexrun",
-        "horovodrun": "horovod",
-        "deepspeed": "deepspeed",
-    }
-    # torchrun and tensorflow read no hostfile: the one written for reference is Intel MPI's.
+    # torchrun, tensorflow and Slurm's torchrun agents read no hostfile: the one written for reference is Intel MPI's.
     assert [hostfile_dialect(launcher) for launcher in LAUNCHERS] == [
         "intelmpi",
         "intelmpi",
@@ -366,13 +358,13 @@ def test_launchers_and_hostfile_dialects():
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_shell_joined_names_every_launcher_that_refuses_words_a_shell_would_split(launcher):
-    # The preflight refuses such words up front for SHELL_JOINED; the builder refuses them at launch.
+    # The preflight refuses such words up front for a shell_joined launcher; the builder refuses them at launch.
     try:
         build(spec(launcher=launcher, command=COMMAND + ["my run"]))
         refused = False
     except LaunchError as error:
         refused = "through a shell" in str(error)
-    assert refused == (launcher in SHELL_JOINED)
+    assert refused == REGISTRY[launcher].shell_joined
 
 
 def test_unknown_launcher():

@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry
 from ansible_collections.multinode.training.plugins.module_utils.launch import (
     LAUNCHERS,
-    ONE_RANK_PER_NODE,
+    REGISTRY,
     LaunchError,
     LaunchSpec,
     build,
@@ -93,8 +93,8 @@ def test_mpirun_writes_its_own_log_and_launcher_exit():
 
 @pytest.mark.parametrize(
     "changes",
-    [{"launcher": launcher} for launcher in LAUNCHERS if launcher not in ONE_RANK_PER_NODE]
-    + [{"launcher": launcher, "hosts": ONE_PER_HOST} for launcher in ONE_RANK_PER_NODE]
+    [{"launcher": launcher} for launcher in LAUNCHERS if not REGISTRY[launcher].one_rank_per_node]
+    + [{"launcher": launcher, "hosts": ONE_PER_HOST} for launcher in LAUNCHERS if REGISTRY[launcher].one_rank_per_node]
     + [{"rdzv": "static"}, {"launcher": "ipexrun", "ipex_version": "2.0"}, {"command": ["echo", "a b", "it's"]}],
 )
 def test_every_script_is_valid_bash(changes):

@@ -17,13 +17,12 @@ from typing import Callable, Iterator, Mapping
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils.launch import XCCL_ENV
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY, XCCL_ENV
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     BACKEND_RANK_VARIABLES,
     CONTRACT,
     EXIT_GUARD_DIR,
     JOB_VARIABLES,
-    LAUNCHER_SETS,
     PLACEHOLDERS,
     placeholders_in,
     STATUS_FIELDS,
@@ -41,7 +40,7 @@ from ansible_collections.multinode.training.plugins.module_utils.run_report impo
 NODE = NodeDefaults(node="node2", node_index=1, slots=4, master_addr="10.0.0.1", master_port=29500)
 ENV = {"OMP_NUM_THREADS": "4", "NCCL_SOCKET_IFNAME": "eth1", "ODD": "a 'b' \"c\" $HOME `id` \\ ;"}
 
-# What each launcher sets in a rank's environment: rank 5 of 8, local rank 1 of 2 (LAUNCHER_SETS names them).
+# What each launcher sets in a rank's environment: rank 5 of 8, local rank 1 of 2 (each registry entry's rank_variables names them).
 LAUNCHER_ENVS: dict[str, dict[str, str]] = {
     "torchrun": {
         "RANK": "5",
@@ -258,15 +257,15 @@ def test_contract_tables_agree() -> None:
     sources = {source for variable in CONTRACT for source in variable.sources}
     fallbacks = {variable.fallback for variable in CONTRACT} - {None}
     job = JobPaths("j", "/j", "/w", "/o", "/c")
-    assert all(set(names) <= sources for names in LAUNCHER_SETS.values())
+    assert all(set(launcher.rank_variables) <= sources for launcher in REGISTRY.values())
     assert fallbacks <= set(NodeDefaults.__dataclass_fields__)
     assert all(variable.sources[0] == variable.name for variable in CONTRACT)
     assert list(job.variables()) == [name for name, _ in JOB_VARIABLES]
 
 
-@pytest.mark.parametrize("launcher", sorted(LAUNCHER_SETS))
+@pytest.mark.parametrize("launcher", sorted(REGISTRY))
 def test_simulated_launchers_set_what_the_contract_says(launcher: str) -> None:
-    assert set(LAUNCHER_ENVS[launcher]) - {"OMP_NUM_THREADS"} == set(LAUNCHER_SETS[launcher])
+    assert set(LAUNCHER_ENVS[launcher]) - {"OMP_NUM_THREADS"} == set(REGISTRY[launcher].rank_variables)
 
 
 @pytest.mark.parametrize(

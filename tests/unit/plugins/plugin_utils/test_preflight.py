@@ -93,7 +93,7 @@ BAD_VALUES = [
     case("launcher_timeout", 2.5, "of type float and we were unable to convert to int"),
     case("launcher_env", ["OMP_PROC_BIND=close"], "of type list and we were unable to convert to dict"),
     # choices from the argument specs, or a rule for a playbook-level variable
-    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, ipexrun, tensorflow, slurm, got: srun"),
+    case("launcher_type", "srun", "must be one of: torchrun, mpiexec, mpirun, ipexrun, horovodrun, deepspeed, tensorflow, slurm, got: srun"),
     case("launcher_backend", "nccl", "must be one of: gloo, ccl, mpi, xccl, got: nccl"),
     case("cluster_runtime", "vm", f"{RUNTIME}vm"),
     # ranges
@@ -521,7 +521,7 @@ def test_nodes_that_have_what_the_backend_needs_give_no_problem(backend: str, de
 # ------------------------------------------------------------------------------------------------ merge_hosts
 
 HOSTS = ["node0", "node1", "node2"]
-BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, deepspeed, horovodrun, ipexrun, tensorflow, slurm, got: srun")
+BAD_TYPE = Problem("launcher_type", "value of launcher_type must be one of: torchrun, mpiexec, mpirun, ipexrun, horovodrun, deepspeed, tensorflow, slurm, got: srun")
 BAD_PORT = Problem("cluster_ssh_port", f"0 is not allowed; {PORT_RANGE}")
 
 
