@@ -22,7 +22,11 @@ IMAGE_VARS := $(foreach variant,$(VARIANTS),-e cluster_image=multinode/training-
 SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE_CACHE)", "target": "$(IMAGE_CACHE)", \
 	"read_only": true}]}'
 
-.PHONY: demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images own-image wheels sim train down clean
+.DEFAULT_GOAL := demo
+.PHONY: help demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images own-image wheels sim train down clean
+
+help: ## this list of targets
+	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 demo: sim train ## bare simulated nodes -> trained model
 	@$(VENV)/bin/multinode-training show latest
@@ -62,7 +66,7 @@ train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's 
 unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units
 
-lint: venv ## ansible-lint (production profile); README variable, summary key and launcher tables match the code; changelog fragments
+lint: venv ## ansible-lint (production profile); the role READMEs' variable tables and the docs' summary key and launcher tables match the code; changelog fragments
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
 	python scripts/generated_docs.py --check

@@ -18,8 +18,8 @@ training seconds (runs/<job id>/summary.json ``phases.train``). Both ways read t
 the harness sets ANSIBLE_CONFIG, the API finds this checkout (find_collection) and sets it. Each run gets fresh
 SSH connections (its own ControlPath directory, closed afterwards), so no run reuses another's. Medians are
 reported, with the API's overhead over the CLI's (difference and ratio). Writes
-benchmarks/results/api_overhead.json and a README-ready benchmarks/results/api_overhead.md; --readme puts the
-latter into README.md between its ``<!-- BEGIN/END benchmarks/results/api_overhead.md -->`` markers.
+benchmarks/results/api_overhead.json and benchmarks/results/api_overhead.md; --readme puts the latter into
+docs/BENCHMARKS.md between its ``<!-- BEGIN/END benchmarks/results/api_overhead.md -->`` markers.
 
 Needs a quiet machine (nothing else running) and a provisioned sim cluster:
 
@@ -254,18 +254,18 @@ def write_results(results: dict[str, Any]) -> None:
 
 
 def embed_in_readme() -> None:
-    """README.md gets the section only where it has the markers (embed_in_readme passes over it otherwise)."""
+    """docs/BENCHMARKS.md gets the section only where it has its markers (embed_in_readme passes over it otherwise)."""
     name = str(RESULTS_MD.relative_to(ROOT))
     markers = (f"<!-- BEGIN {name} -->\n", f"<!-- END {name} -->")
-    if not all(marker in (ROOT / "README.md").read_text() for marker in markers):
+    if not all(marker in playbook_runs.BENCHMARKS_DOC.read_text() for marker in markers):
         print(
-            f"README.md not changed: it has no section for {name}; put the two lines `{markers[0].strip()}` and "
-            f"`{markers[1]}` where the table belongs, then run again with --readme (or add {name} to "
-            "tests/unit/test_readme_benchmarks.py's GENERATED too)"
+            f"docs/BENCHMARKS.md not changed: it has no section for {name}; put the two lines "
+            f"`{markers[0].strip()}` and `{markers[1]}` where the table belongs, then run again with --readme "
+            f"(or add {name} to tests/unit/test_readme_benchmarks.py's GENERATED too)"
         )
         return
     playbook_runs.embed_in_readme(RESULTS_MD)
-    print(f"README.md: {name} embedded")
+    print(f"docs/BENCHMARKS.md: {name} embedded")
 
 
 def check_setup() -> None:
@@ -279,7 +279,7 @@ def check_setup() -> None:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, metavar="N", help="runs each way, alternating cli, api (default 3)")
-    parser.add_argument("--readme", action="store_true", help="embed the results into README.md (between its markers)")
+    parser.add_argument("--readme", action="store_true", help="embed the results in docs/BENCHMARKS.md (between its markers)")
     options = parser.parse_args()
     if options.runs < 1:
         parser.error("--runs must be at least 1")

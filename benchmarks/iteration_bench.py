@@ -12,7 +12,7 @@ Side by side, round-robin, --repeats times (default 3), medians reported:
 And where the overhead goes: seconds per play and per task (the ansible.posix.json callback), how many task
 executions reached a node (each at least one SSH round trip), writing the launch script and starting its container, and the polling
 slack (the wait task's seconds beyond launch + training). Writes benchmarks/results/iteration_bench.json and a
-README-ready benchmarks/results/iteration_bench.md generated from it.
+benchmarks/results/iteration_bench.md generated from it, the section docs/BENCHMARKS.md embeds.
 
     make sim train                      # once: a provisioned sim cluster (inventories/sim)
     .venv/bin/python benchmarks/iteration_bench.py [--repeats 3]

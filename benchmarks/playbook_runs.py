@@ -23,10 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 SIM_INVENTORY = ROOT / "inventories" / "sim" / "hosts.yml"
 RUNS_DIR = ROOT / "runs"
+BENCHMARKS_DOC = ROOT / "docs" / "BENCHMARKS.md"
 
 
 def result_files(name: str) -> tuple[Path, Path, Path]:
-    """A benchmark's results (JSON), its README-ready section (markdown) and its log directory."""
+    """A benchmark's results (JSON), its section for docs/BENCHMARKS.md (markdown) and its log directory."""
     return RESULTS_DIR / f"{name}.json", RESULTS_DIR / f"{name}.md", RESULTS_DIR / f"{name}_logs"
 VENV_BIN = ROOT / ".venv" / "bin"
 STEP_TIMEOUT_S = 3600
@@ -249,7 +250,7 @@ def merge_tasks(tasks: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
 
 def write_results(results: dict[str, Any], json_path: Path, md_path: Path, markdown: str) -> None:
-    """Write a benchmark's results (JSON) and its generated section (markdown), and put the section in README.md."""
+    """Write a benchmark's results (JSON) and its generated section (markdown); embed it in docs/BENCHMARKS.md."""
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(results, indent=2) + "\n")
     md_path.write_text(markdown)
@@ -257,12 +258,15 @@ def write_results(results: dict[str, Any], json_path: Path, md_path: Path, markd
 
 
 def embed_in_readme(generated: Path) -> None:
-    """Put a generated results file into README.md between its BEGIN/END markers (a unit test checks they match)."""
-    readme = ROOT / "README.md"
+    """Put a generated results file into docs/BENCHMARKS.md between its BEGIN/END markers (a unit test checks them).
+
+    (The name is from when the benchmark sections were in README.md.)
+    """
+    doc = BENCHMARKS_DOC
     name = str(generated.relative_to(ROOT))
     begin, end = f"<!-- BEGIN {name} -->\n", f"<!-- END {name} -->"
-    text = readme.read_text()
+    text = doc.read_text()
     if begin not in text or end not in text:
         return
     before, rest = text.split(begin, 1)
-    readme.write_text(before + begin + generated.read_text() + end + rest.split(end, 1)[1])
+    doc.write_text(before + begin + generated.read_text() + end + rest.split(end, 1)[1])

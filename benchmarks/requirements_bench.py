@@ -10,7 +10,7 @@ package the training image lacks, einops), in rotation, --repeats times (default
   difference of the whole playbook's wall seconds is what the requirements cost on every later run;
 - changed tasks of the warm runs (the target is 0 in provisioning).
 
-Writes benchmarks/results/requirements_bench.json and a README-ready requirements_bench.md generated from it.
+Writes benchmarks/results/requirements_bench.json and requirements_bench.md generated from it (docs/BENCHMARKS.md embeds it).
 
     make sim train                      # once: a provisioned sim cluster (inventories/sim)
     .venv/bin/python benchmarks/requirements_bench.py [--repeats 3]

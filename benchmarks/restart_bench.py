@@ -18,7 +18,7 @@ wrote its first checkpoint (its first finished epoch; the script prints the epoc
 Beside it, on the same worker kill, torchrun's own elastic restart (``--nnodes 2:3 --max-restarts 3`` with the
 c10d rendezvous), run by hand the way its documentation describes: one agent per node over the cluster's SSH,
 from a launcher container on node1. Round robin, --repeats times (default 3), medians over this and earlier runs (--fresh: this run's) reported. Writes
-benchmarks/results/restart_bench.json and a README-ready benchmarks/results/restart_bench.md.
+benchmarks/results/restart_bench.json and benchmarks/results/restart_bench.md, the section docs/BENCHMARKS.md embeds.
 
     make sim train                      # once: a provisioned sim cluster (inventories/sim)
     .venv/bin/python benchmarks/restart_bench.py [--repeats 3]

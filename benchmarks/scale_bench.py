@@ -13,7 +13,7 @@ cluster "scale" on 172.30.79.0/24), measures, and removes it again:
 - the controller's CPU seconds of every step: user+sys of the ansible-playbook process tree
   (getrusage(RUSAGE_CHILDREN) deltas; this process is a child subreaper and closes the step's SSH
   ControlMaster connections before it reads them, so their CPU counts too);
-- at the largest size, re-provisioning under the Ansible settings the README discusses (forks,
+- at the largest size, re-provisioning under the Ansible settings docs/BENCHMARKS.md discusses (forks,
   pipelining, strategy, fact caching), each --repeats times round-robin, medians reported.
 
 Per-step logs (the json callback's report and stderr) go to benchmarks/results/scale_logs/.

@@ -12,8 +12,8 @@ Measured from the moment the job was asked for (the harness starting ansible-pla
 how long submit() took to return; when every rank had started (the ``started`` records of progress.jsonl, which
 the rank wrappers time on the nodes); and the whole job's overhead: its wall time (to the playbook's end; for
 submit() to the follower's ``ended_at`` in job.json) minus its training time (summary.json ``phases.train``).
-Medians are reported. Writes benchmarks/results/submit_bench.json and a README-ready submit_bench.md, embedded
-in README.md between its markers.
+Medians are reported. Writes benchmarks/results/submit_bench.json and submit_bench.md, embedded
+in docs/BENCHMARKS.md between its markers.
 
     make sim train                      # once: a provisioned sim cluster (inventories/sim)
     .venv/bin/python benchmarks/submit_bench.py [--runs 3]

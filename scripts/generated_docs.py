@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write (or, with --check, compare) the docs' tables that are generated from the code's single definitions.
 
-- README.md: summary.json's keys, from the run schema (plugins/module_utils/run_schema.py);
+- docs/RUNS.md: summary.json's keys, from the run schema (plugins/module_utils/run_schema.py);
 - docs/ARCHITECTURE.md: the launchers, from the launcher registry (REGISTRY in plugins/module_utils/launch.py).
 
 Each table sits between its markers.
@@ -56,7 +56,7 @@ def launchers() -> str:
 
 
 TABLES: dict[str, tuple[Path, Callable[[], str]]] = {
-    "SUMMARY KEYS": (ROOT / "README.md", summary_keys),
+    "SUMMARY KEYS": (ROOT / "docs" / "RUNS.md", summary_keys),
     "LAUNCHERS": (ROOT / "docs" / "ARCHITECTURE.md", launchers),
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the project's images offline, or reuse them.
 #
-# There is no image registry here (see README "How it runs offline"), so every image is built
+# There is no image registry here (see docs/NODES.md, "How it runs offline"), so every image is built
 # from Debian packages (debootstrap) and a host-side wheelhouse. Each image carries a label with
 # the hash of its inputs; an image whose label matches is reused, an image saved on disk under
 # $MULTINODE_CACHE/images is loaded instead of rebuilt (this survives `docker system prune -a`).

@@ -2,7 +2,7 @@
 """The scale benchmark's rank: join the job, check the launch contract, exit 0. No training.
 
 Each rank reads what the rank wrapper gives every rank (RANK, WORLD_SIZE, LOCAL_RANK, ...; see
-README.md "Bring your own script"), checks it is consistent and prints one line; rank 0 also
+docs/SCRIPTS.md "Bring your own script"), checks it is consistent and prints one line; rank 0 also
 prints the result event the run summary records. Nothing imports torch, so under mpiexec the
 launch latency is the launcher machinery's alone.
 """

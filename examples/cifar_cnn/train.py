@@ -207,8 +207,8 @@ def main() -> None:
         print(f"saved {output_dir / 'model.pt'}", flush=True)
 
     # No dist.destroy_process_group() here, as in many scripts: a gloo group left open can abort the finished rank
-    # at interpreter exit (pytorch/pytorch#117762). The rank wrapper's exit guard leaves it for the script (README,
-    # "A known PyTorch exit race, handled"); this example is one of the scripts that rely on it.
+    # at interpreter exit (pytorch/pytorch#117762). The rank wrapper's exit guard leaves it for the script
+    # (docs/SCRIPTS.md, "A known PyTorch exit race, handled"); this example is one of the scripts that rely on it.
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A training job on Kubernetes: its manifest, its description from the job variables, its state and summary.
 
-Documented in kubernetes_manifest.yml, kubernetes_job_spec.yml, kubernetes_job_state.yml and
-kubernetes_run_summary.yml.
+Documented in kubernetes_manifest.yml, kubernetes_job_spec.yml, kubernetes_job_state.yml,
+kubernetes_run_summary.yml, kubernetes_crd_problems.yml and kubernetes_crd_name.yml.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, kubernetes_run
+from ansible_collections.multinode.training.plugins.module_utils import kubernetes_crd, kubernetes_job, kubernetes_run
 from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
 
 _FIELDS = tuple(field.name for field in fields(kubernetes_job.KubernetesJob))
@@ -60,6 +60,14 @@ def kubernetes_run_summary(
         raise AnsibleFilterError(f"kubernetes_run_summary: {exc}") from exc
 
 
+def kubernetes_crd_problems(manifest: Mapping[str, Any], kind: str, crds: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """Why the cluster's CRD of ``kind`` (k8s_info's resources) would not keep ``manifest`` whole; empty if it would."""
+    try:
+        return kubernetes_crd.crd_problems(plain(manifest), kind, plain(list(crds or [])))
+    except KeyError as exc:
+        raise AnsibleFilterError(f"kubernetes_crd_problems: unknown kind {kind!r}") from exc
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -67,4 +75,6 @@ class FilterModule:
             "kubernetes_job_spec": kubernetes_job_spec,
             "kubernetes_job_state": kubernetes_job_state,
             "kubernetes_run_summary": kubernetes_run_summary,
+            "kubernetes_crd_problems": kubernetes_crd_problems,
+            "kubernetes_crd_name": kubernetes_crd.crd_name,
         }

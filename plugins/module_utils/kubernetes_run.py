@@ -35,6 +35,7 @@ from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job 
     KubernetesJobError,
     check,
 )
+from ansible_collections.multinode.training.plugins.module_utils.kubernetes_crd import TARGETS
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     PLACEHOLDERS,
@@ -43,11 +44,8 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
 )
 from ansible_collections.multinode.training.plugins.module_utils.run_report import describe_signal
 
-API_VERSIONS = {
-    "PyTorchJob": "kubeflow.org/v1",
-    "TrainJob": "trainer.kubeflow.org/v1alpha1",
-    "MPIJob": "kubeflow.org/v2beta1",
-}
+# The API version written per kind (the release each targets: kubernetes_crd.TARGETS).
+API_VERSIONS = {kind: target[0] for kind, target in TARGETS.items()}
 # The condition that ends the job well, per kind; "Failed" ends it badly for every kind.
 SUCCESS_CONDITION = {"PyTorchJob": "Succeeded", "TrainJob": "Complete", "MPIJob": "Succeeded"}
 FAILURE_CONDITION = "Failed"

@@ -5,7 +5,7 @@
 
 Two producers write it: run_report.py (a run over SSH, through the run_summary action) and kubernetes_run.py (a
 run on Kubernetes). Both are tested against :data:`SUMMARY_SCHEMA`; the Python package's ``Summary`` type and the
-README's list of keys are held to it by tests. Keys an SSH run has and a Kubernetes run cannot know (ranks one by
+key table of docs/RUNS.md are held to it by tests. Keys an SSH run has and a Kubernetes run cannot know (ranks one by
 one, restarts, metrics) are optional; every key either writes means the same on both.
 
 Plain data, no imports: it is read by the tests, the docs generator and the Python package alike.

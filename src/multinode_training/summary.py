@@ -37,7 +37,7 @@ class Restart(TypedDict):
 
 
 class Summary(TypedDict):
-    """summary.json of a finished run (see the README's list of its keys)."""
+    """summary.json of a finished run (see docs/RUNS.md for its keys)."""
 
     job_id: str
     status: Literal["succeeded", "failed", "cancelled"]

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The README's table of the rank environment says what rank_contract.py does."""
+"""docs/SCRIPTS.md's table of the rank environment says what rank_contract.py does."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import CONTRACT
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SCRIPTS = Path(__file__).resolve().parents[2] / "docs" / "SCRIPTS.md"
 ROW = re.compile(r"^\| `([A-Z_]+)` \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", re.MULTILINE)
 
 
 def table() -> dict[str, list[str]]:
-    return {match.group(1): [cell.strip() for cell in match.groups()[1:]] for match in ROW.finditer(README.read_text())}
+    return {match.group(1): [cell.strip() for cell in match.groups()[1:]] for match in ROW.finditer(SCRIPTS.read_text())}
 
 
 def test_every_contract_variable_is_documented_with_its_meaning():

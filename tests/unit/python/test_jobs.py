@@ -328,3 +328,19 @@ def test_an_unreachable_launcher_node_is_said(tmp_path: Path, capsys: pytest.Cap
     (run_dir / "following.json").write_text(json.dumps(following))
     assert main(["cancel", str(run_dir)]) == 1
     assert "its launcher node node1 could not be reached to stop it" in capsys.readouterr().err
+
+
+def test_the_command_line_submits_follows_and_lists_a_job(
+    cluster: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's `multinode-training submit / logs -f / list` (the stand-in collection plays the playbooks)."""
+    monkeypatch.setattr(jobs, "find_collection", lambda _given=None: cluster["collection"])
+    runs = ["--runs-dir", str(cluster["runs"])]
+    assert main(["submit", str(cluster["inventory"]), "-e", "launcher_job_id=cli-job", *runs]) == 0
+    assert "submitted cli-job" in capsys.readouterr().out
+    assert main(["logs", "-f", "cli-job", *runs]) == 0
+    assert capsys.readouterr().out.splitlines() == ["[job] rank 0 started on node1", "[rank 0 node1] epoch 1", "[rank 1 node2] epoch 1"]
+    assert Job.load(cluster["runs"] / "cli-job").wait(timeout=60).status == "succeeded"
+    assert main(["list", *runs]) == 0
+    listed = capsys.readouterr().out
+    assert "cli-job" in listed and "succeeded" in listed

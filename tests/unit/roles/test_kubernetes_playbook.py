@@ -12,6 +12,7 @@ operators' CRD schemas (test_kubernetes_job.py).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -29,11 +30,22 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
-GROUPS = {"kubeflow.org": ["v1", "v2beta1"], "trainer.kubeflow.org": ["v1alpha1"]}
+GROUPS = {"kubeflow.org": ["v1", "v2beta1"], "trainer.kubeflow.org": ["v1alpha1"], "apiextensions.k8s.io": ["v1"]}
 KINDS = {
     "kubeflow.org/v1": ("pytorchjobs", "PyTorchJob"),
     "kubeflow.org/v2beta1": ("mpijobs", "MPIJob"),
     "trainer.kubeflow.org/v1alpha1": ("trainjobs", "TrainJob"),
+    "apiextensions.k8s.io/v1": ("customresourcedefinitions", "CustomResourceDefinition"),
+}
+CLUSTER_SCOPED = {"CustomResourceDefinition"}
+CRD_PATH = re.compile(r"/apis/apiextensions\.k8s\.io/v1/customresourcedefinitions/(?P<name>[^/]+)$")
+# The upstream CRDs of the releases the collection targets (what a current operator installs).
+STORED_CRDS = {
+    crd["metadata"]["name"]: crd
+    for crd in (
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+        for path in (REPO / "tests/unit/plugins/module_utils/fixtures/crds").glob("*.yaml")
+    )
 }
 RESOURCE_PATH = re.compile(
     r"/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
@@ -61,6 +73,9 @@ class Operator:
     end: str | None  # a condition type (Succeeded, Failed, Complete) or None for a job that never ends
     pods: list[FakePod]
     message: str = ""
+    # The CRDs the cluster has, by name (its operators' releases); 403 for a user who may not read them.
+    crds: dict[str, Any] = field(default_factory=lambda: dict(STORED_CRDS))
+    crd_status: int = 200
     created: dict[str, Any] = field(default_factory=dict)  # name -> the body the client sent
     created_at: dict[str, float] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
@@ -115,7 +130,7 @@ def _resource_list(group_version: str, resources: list[tuple[str, str]]) -> dict
         "apiVersion": "v1",
         "groupVersion": group_version,
         "resources": [
-            {"name": plural, "singularName": kind.lower(), "namespaced": True, "kind": kind, "verbs": verbs}
+            {"name": plural, "singularName": kind.lower(), "namespaced": kind not in CLUSTER_SCOPED, "kind": kind, "verbs": verbs}
             for plural, kind in resources
         ],
     }
@@ -171,11 +186,20 @@ class Handler(BaseHTTPRequestHandler):
         if url.path.count("/") == 3 and url.path.startswith("/apis/"):
             group_version = url.path[len("/apis/") :]
             return self._send(200, _resource_list(group_version, [KINDS[group_version]]))
+        if match := CRD_PATH.match(url.path):
+            return self._get_crd(match.group("name"))
         if match := RESOURCE_PATH.match(url.path):
             return self._get_job(match.group("name"))
         if match := POD_PATH.match(url.path):
             return self._get_pods(match, parse_qs(url.query))
         return self._send(404, _not_found(url.path))
+
+    def _get_crd(self, name: str) -> None:
+        if self.operator.crd_status != 200:
+            forbidden = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403}
+            return self._send(self.operator.crd_status, {**forbidden, "message": f"cannot get {name}"})
+        crd = self.operator.crds.get(name)
+        return self._send(200, crd) if crd else self._send(404, _not_found(name))
 
     def _job_named(self, name: str) -> dict[str, Any] | None:
         job = self.operator.created.get(name)
@@ -377,6 +401,9 @@ def test_a_job_that_succeeds(tmp_path: Path, serve, summary_problems) -> None:
     )
     found = summary(tmp_path, "20261125-100000-torchrun")
     assert summary_problems(found) == []
+    # the cluster's PyTorchJob definition was read and keeps every field of the job
+    assert "GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/pytorchjobs.kubeflow.org" in operator.requests
+    assert "could not read" not in result.stdout
     assert found["status"] == "succeeded" and found["failure_reasons"] == []
     assert found["world_size"] == 3 and found["launcher"] == "torchrun"
     assert found["node_names"] == [
@@ -428,3 +455,41 @@ def test_a_job_past_its_time_is_deleted_and_reported(tmp_path: Path, serve, summ
     assert found["failure_reasons"][0].startswith("timed out")
     assert "DELETE /apis/kubeflow.org/v1/namespaces/default/pytorchjobs/slow1" in operator.requests
     assert operator.created == {}
+
+
+def older_trainer() -> dict[str, Any]:
+    """The TrainJob CRD as a Trainer older than v2.3 serves it: no spec.runtimePatches."""
+    crd = copy.deepcopy(STORED_CRDS["trainjobs.trainer.kubeflow.org"])
+    (served,) = [version for version in crd["spec"]["versions"] if version["name"] == "v1alpha1"]
+    del served["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["runtimePatches"]
+    return crd
+
+
+def test_a_job_an_older_operator_would_keep_only_in_part_is_refused_before_it_is_submitted(tmp_path: Path, serve) -> None:
+    crds = {**STORED_CRDS, "trainjobs.trainer.kubeflow.org": older_trainer()}
+    operator = Operator(run_seconds=0, end="Complete", pods=[], crds=crds)
+    kubeconfig = serve(operator)
+    claim = ["launcher_kubernetes_kind=TrainJob", "launcher_kubernetes_data_claim=train-data"]
+    result = run_on_cluster(tmp_path, kubeconfig, "old1", *claim)
+    assert result.returncode != 0
+    assert (
+        "job old1: the cluster's TrainJob definition (trainjobs.trainer.kubeflow.org) does not know"
+        " spec.runtimePatches, which it would drop silently: install Kubeflow Trainer v2.3 or later"
+    ) in result.stdout
+    assert operator.created == {} and not any(request.startswith("POST") for request in operator.requests)
+
+
+def test_a_cluster_without_the_operator_is_named_before_anything_is_submitted(tmp_path: Path, serve) -> None:
+    operator = Operator(run_seconds=0, end="Succeeded", pods=[], crds={})
+    result = run_on_cluster(tmp_path, serve(operator), "none1")
+    assert result.returncode != 0
+    assert "the cluster has no PyTorchJob definition (pytorchjobs.kubeflow.org): install the Kubeflow Training Operator v1.9 or later" in result.stdout
+    assert operator.created == {}
+
+
+def test_a_user_who_may_not_read_definitions_gets_the_job_submitted_and_told_it_was_not_checked(tmp_path: Path, serve) -> None:
+    operator = Operator(run_seconds=0.5, end="Succeeded", pods=[FakePod("master", 0, 0, "2026-11-25T10:00:09Z", "done\n")], crd_status=403)
+    result = run_on_cluster(tmp_path, serve(operator), "nocheck1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "could not read pytorchjobs.kubeflow.org" in result.stdout and "submitted without checking" in result.stdout
+    assert summary(tmp_path, "nocheck1")["status"] == "succeeded"

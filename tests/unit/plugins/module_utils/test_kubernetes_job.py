@@ -19,6 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from ansible_collections.multinode.training.plugins.module_utils.kubernetes_crd import unknown_keys
 from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job import (
     KubernetesJob,
     KubernetesJobError,
@@ -121,31 +122,9 @@ def schema_errors(kind: str, manifest: dict[str, Any]) -> list[str]:
     return sorted(f"{'.'.join(map(str, error.absolute_path))}: {error.message}" for error in errors)
 
 
-def unknown_keys(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
-    """Paths of the keys in ``value`` that ``schema`` has no property for, where it does not admit any key."""
-    if isinstance(value, list):
-        return [
-            key for i, item in enumerate(value) for key in unknown_keys(item, schema.get("items", {}), f"{path}[{i}]")
-        ]
-    if not isinstance(value, dict):
-        return []
-    properties = schema.get("properties", {})
-    extra = schema.get("additionalProperties")
-    open_ended = schema.get("x-kubernetes-preserve-unknown-fields") or extra is True
-    unknown = []
-    for key, item in value.items():
-        where = f"{path}.{key}" if path else key
-        if key in properties:
-            unknown += unknown_keys(item, properties[key], where)
-        elif isinstance(extra, dict):
-            unknown += unknown_keys(item, extra, where)
-        elif not open_ended:
-            unknown.append(where)
-    return unknown
-
-
 def crd_unknown_keys(kind: str, manifest: dict[str, Any]) -> list[str]:
-    """unknown_keys() below the root's metadata, which the CRD leaves to the API server (ObjectMeta)."""
+    """kubernetes_crd.unknown_keys() (what the product checks on the cluster) below the root's metadata, which the
+    CRD leaves to the API server (ObjectMeta)."""
     body = {key: value for key, value in manifest.items() if key != "metadata"}
     return unknown_keys(body, crd_schema(kind))
 

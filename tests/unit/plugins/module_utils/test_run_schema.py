@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The run schema (run_schema.py): a valid JSON Schema that recorded runs of both producers conform to, and the one
-source of the Python API's ``Summary`` type, its file name and the README's key table.
+source of the Python API's ``Summary`` type, its file name and the key table in docs/RUNS.md.
 
 The producers themselves are held to it where they are tested: test_run_summary_write.py (a run over SSH),
 test_kubernetes_run.py and test_kubernetes_playbook.py (a run on Kubernetes); molecule's verify checks every
