@@ -77,6 +77,8 @@ HOROVOD_CONTROLLERS = ("gloo", "mpi")
 # The ``deepspeed --launcher`` values that start ranks over ssh or MPI on a plain cluster
 # (deepspeed/launcher/constants.py and runner.py in deepspeedai/DeepSpeed; slurm is left out).
 DEEPSPEED_LAUNCHERS = ("pdsh", "openmpi", "mpich", "impi", "mvapich")
+
+
 def hostfile_dialect(launcher: str) -> str:
     """The dialect of the hostfile written for ``launcher`` (its registry entry's)."""
     return REGISTRY[launcher].hostfile_dialect
@@ -611,12 +613,6 @@ def _tensorflow(spec: LaunchSpec) -> list[list[str]]:
     return argvs
 
 
-# ---------------------------------------------------------------- slurm
-# The job goes to Slurm (sbatch, launch_script.py): each node's Slurm task runs the same torchrun agent as
-# launcher "torchrun" would start there over SSH (the same rendezvous on the launcher node).
-
-
-
 # ---------------------------------------------------------------- the launcher registry
 # Every launcher, each in one declaration: everything the collection knows of it. The preflight, the rank contract,
 # the launch script, the progress parser, the Kubernetes entry point, the launcher role's argument spec (held to it by
@@ -765,6 +761,8 @@ REGISTRY: Mapping[str, Launcher] = {
             image="training-tensorflow",
             output_label="",
         ),
+        # The job goes to Slurm (sbatch, launch_script.py): each node's Slurm task runs the same torchrun agent as
+        # launcher "torchrun" would start there over SSH (the same rendezvous on the launcher node).
         Launcher(
             name="slurm",
             summary="sbatch to the Slurm the slurm role runs on the nodes: one torchrun agent per node as a Slurm task",
