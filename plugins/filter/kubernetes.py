@@ -2,7 +2,7 @@
 """A training job on Kubernetes: its manifest, its description from the job variables, its state and summary.
 
 Documented in kubernetes_manifest.yml, kubernetes_job_spec.yml, kubernetes_job_state.yml,
-kubernetes_run_summary.yml, kubernetes_crd_problems.yml and kubernetes_crd_name.yml.
+kubernetes_run_summary.yml, kubernetes_crd_problems.yml, kubernetes_crd_name.yml and module_installed.yml.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible.plugins.loader import module_loader
 
 from ansible_collections.multinode.training.plugins.module_utils import kubernetes_crd, kubernetes_job, kubernetes_run
 from ansible_collections.multinode.training.plugins.module_utils.plain_data import plain
@@ -68,6 +69,11 @@ def kubernetes_crd_problems(manifest: Mapping[str, Any], kind: str, crds: Sequen
         raise AnsibleFilterError(f"kubernetes_crd_problems: unknown kind {kind!r}") from exc
 
 
+def module_installed(name: str) -> bool:
+    """Whether Ansible on the controller can resolve the module ``name`` (its collection is installed)."""
+    return bool(module_loader.find_plugin_with_context(str(name)).resolved)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -77,4 +83,5 @@ class FilterModule:
             "kubernetes_run_summary": kubernetes_run_summary,
             "kubernetes_crd_problems": kubernetes_crd_problems,
             "kubernetes_crd_name": kubernetes_crd.crd_name,
+            "module_installed": module_installed,
         }

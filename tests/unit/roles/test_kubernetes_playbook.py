@@ -281,7 +281,7 @@ def serve(tmp_path: Path):
         server.server_close()
 
 
-def run_playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_playbook(tmp_path: Path, *extra: str, environment: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """playbooks/kubernetes.yml from a directory of the user's own, as they would run it."""
     environ = {
         **os.environ,
@@ -290,6 +290,7 @@ def run_playbook(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str
         # the client's discovery cache stays in the test's directory
         "HOME": str(tmp_path),
         "KUBECONFIG": "/nonexistent",
+        **(environment or {}),
     }
     command = [
         str(Path(sys.executable).parent / "ansible-playbook"),
@@ -493,3 +494,22 @@ def test_a_user_who_may_not_read_definitions_gets_the_job_submitted_and_told_it_
     assert result.returncode == 0, result.stdout + result.stderr
     assert "could not read pytorchjobs.kubeflow.org" in result.stdout and "submitted without checking" in result.stdout
     assert summary(tmp_path, "nocheck1")["status"] == "succeeded"
+
+
+# A controller with this collection only: no kubernetes.core (an SSH-only user's).
+WITHOUT_KUBERNETES_CORE = {"ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false", "ANSIBLE_COLLECTIONS_PATH": str(REPO / "collections")}
+
+
+def test_rendering_needs_no_kubernetes_core(tmp_path: Path) -> None:
+    result = run_playbook(tmp_path, "-e", "launcher_job_id=plain1", environment=WITHOUT_KUBERNETES_CORE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "runs/plain1/pytorchjob.yaml").is_file()
+
+
+def test_running_without_kubernetes_core_says_what_to_install(tmp_path: Path) -> None:
+    result = run_playbook(
+        tmp_path, "-e", "launcher_job_id=plain2", "-e", "launcher_kubernetes_kubeconfig=/nonexistent", environment=WITHOUT_KUBERNETES_CORE
+    )
+    assert result.returncode != 0
+    assert "needs the kubernetes.core collection (3.0 or later)" in result.stdout
+    assert "ansible-galaxy collection install kubernetes.core" in result.stdout
