@@ -23,7 +23,7 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 	"read_only": true}]}'
 
 .DEFAULT_GOAL := demo
-.PHONY: help demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv host images own-image wheels sim train down clean
+.PHONY: help demo test unit lint sanity molecule molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
 
 help: ## this list of targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,14 +31,19 @@ help: ## this list of targets
 demo: sim train ## bare simulated nodes -> trained model
 	@$(VENV)/bin/multinode-training show latest
 
-test: venv host images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)
+test: venv-dev host images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed ## .venv with what running the collection needs (requirements.txt) and the Python package
 $(VENV)/.installed: requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements.txt
 	$(VENV)/bin/pip install -q -e .
+	touch $@
+
+venv-dev: $(VENV)/.installed-dev ## the venv plus the test and development tools (requirements-dev.txt)
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
 	touch $@
 
 host: ## Docker engine running, debootstrap present
@@ -63,20 +68,20 @@ train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's 
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \
 		-e cluster_scheduler=$(SCHEDULER) $(IMAGE_VARS) $(if $(WORKLOAD),-e workload_src=$(WORKLOAD))
 
-unit: venv ## ansible-test units: every unit test, the collection staged where ansible-test wants it
+unit: venv-dev ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units
 
-lint: venv ## ansible-lint (production profile); the role READMEs' variable tables and the docs' summary key and launcher tables match the code; changelog fragments
+lint: venv-dev ## ansible-lint (production profile); the role READMEs' variable tables and the docs' summary key and launcher tables match the code; changelog fragments
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
 	python scripts/generated_docs.py --check
 	antsibull-changelog lint
 
-sanity: venv ## ansible-test sanity on the collection as ansible-galaxy builds it
+sanity: venv-dev ## ansible-test sanity on the collection as ansible-galaxy builds it
 	scripts/ansible_test.sh sanity
 
 # VARIANTS (e.g. make test VARIANTS=ipex) builds those image variants and runs their stack scenarios after the rest.
-molecule: venv host images wheels
+molecule: venv-dev host images wheels
 	molecule test -s default
 	molecule test -s oneapi
 	molecule test -s gpu_drivers
@@ -84,19 +89,19 @@ molecule: venv host images wheels
 	molecule test -s slurm
 	$(foreach variant,$(VARIANTS),molecule test -s $(variant) &&) true
 
-molecule-deepspeed: venv host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
+molecule-deepspeed: venv-dev host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed
 	molecule test -s deepspeed
 
-molecule-tensorflow: venv host ## opt-in: Keras digits with MultiWorkerMirroredStrategy across 3 sim nodes (TensorFlow variant)
+molecule-tensorflow: venv-dev host ## opt-in: Keras digits with MultiWorkerMirroredStrategy across 3 sim nodes (TensorFlow variant)
 	scripts/images.sh tensorflow
 	molecule test -s tensorflow
 
-molecule-horovod: venv host ## opt-in: Horovod (horovodrun, Gloo) across 3 sim nodes in the Horovod variant (builds 9 min)
+molecule-horovod: venv-dev host ## opt-in: Horovod (horovodrun, Gloo) across 3 sim nodes in the Horovod variant (builds 9 min)
 	scripts/images.sh horovod
 	molecule test -s horovod
 
-molecule-ipex: venv host ## opt-in: ipexrun (Intel Extension for PyTorch 2.8, legacy) across 3 sim nodes in the IPEX variant (8 GB)
+molecule-ipex: venv-dev host ## opt-in: ipexrun (Intel Extension for PyTorch 2.8, legacy) across 3 sim nodes in the IPEX variant (8 GB)
 	scripts/images.sh ipex
 	molecule test -s ipex
 

@@ -6,7 +6,7 @@
 #   scripts/ansible_test.sh units [ARGS...]   the working tree's files (tracked and new, not ignored), tests included
 # Runs offline but for PyPI: ansible-test bootstraps pip in its test virtualenvs with get-pip.py from the internet
 # (unreachable here); a stand-in in its cache bootstraps pip with ensurepip instead, and the sanity tests' own
-# requirements then come from PyPI. The units run in this venv (requirements.txt has their pytest plugins).
+# requirements then come from PyPI. The units run in this venv (requirements-dev.txt has their pytest plugins).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$ROOT/.venv/bin"

@@ -42,7 +42,7 @@ RUN_BY: dict[str, tuple[str, str]] = {
     "make test": (".ci/run", "exec make test"),
     "make demo": ("Makefile", "demo: sim train"),
     "make down": ("Makefile", "down: venv"),
-    "make venv": ("Makefile", "test: venv"),
+    "make venv": ("Makefile", "venv: $(VENV)/.installed"),
     "make help": ("Makefile", "help: ##"),
 }
 _CODE_SPAN = re.compile(r"`([^`]+)`")
