@@ -28,8 +28,16 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 help: ## this list of targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-demo: sim train ## bare simulated nodes -> trained model
-	@$(VENV)/bin/multinode-training show latest
+# Each step in turn (each a target below), timed; the times are printed at the end.
+DEMO_STEPS := venv host images sim train
+demo: ## bare simulated nodes -> trained model, then the time each step took
+	@set -e; began=$$(date +%s); times=""; \
+	for step in $(DEMO_STEPS); do \
+	  started=$$(date +%s); $(MAKE) --no-print-directory $$step; \
+	  times="$$times$$(printf '  %-8s %5d s' $$step $$(( $$(date +%s) - started )))\n"; \
+	done; \
+	$(VENV)/bin/multinode-training show latest; \
+	printf "\nmake demo, time per step:\n$$times  %-8s %5d s\n" total $$(( $$(date +%s) - began ))
 
 test: venv-dev host images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)
 
