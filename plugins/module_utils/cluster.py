@@ -56,6 +56,16 @@ class Cluster:
         return self._under_root("work")
 
     @property
+    def code_dir(self) -> str:
+        """The training code's mirror on every node: the workload role syncs it, each job copies it."""
+        return f"{self.workdir}/code"
+
+    @property
+    def jobs_dir(self) -> str:
+        """The jobs' directories on every node: the workload role creates it, the launcher role fills it."""
+        return f"{self.workdir}/jobs"
+
+    @property
     def ssh_dir(self) -> str:
         """The SSH mesh's files on every node."""
         return self._under_root("ssh")

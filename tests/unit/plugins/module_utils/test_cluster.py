@@ -72,7 +72,7 @@ def test_inputs_are_the_dataclass_fields_and_derived_are_its_properties() -> Non
         "hosts", "spares",
     )
     assert set(DERIVED) == {
-        "workdir", "ssh_dir", "ssh_server_dir", "home", "ssh_client_dir", "env_script",
+        "workdir", "code_dir", "jobs_dir", "ssh_dir", "ssh_server_dir", "home", "ssh_client_dir", "env_script",
         "run_dir", "worker_pidfile", "worker_container", "launcher_container", "owner",
         "slurm_pidfiles",
     }
@@ -100,6 +100,7 @@ def test_build_keeps_the_inputs() -> None:
 def test_container_runtime_derived_names_and_paths() -> None:
     cluster = build(inputs(runtime="container"))
     assert cluster.workdir == "/srv/mnt/work"
+    assert (cluster.code_dir, cluster.jobs_dir) == ("/srv/mnt/work/code", "/srv/mnt/work/jobs")
     assert cluster.ssh_dir == "/srv/mnt/ssh"
     assert cluster.ssh_server_dir == "/srv/mnt/ssh/server"
     assert cluster.home == "/srv/mnt/home"
