@@ -76,13 +76,14 @@ class ActionModule(ActionBase):
         names = (set(options) | set(preflight.NAMED_RULES)) - set(preflight.RECORDED)
         values = {host: set_values(play_variables(self._task, self._loader, host), names) for host in hosts}
 
+        defaults = preflight.spec_defaults(options)
         found: list[tuple[str, preflight.Problem]] = []
         for host, (host_values, template_problems) in values.items():
-            effective = preflight.with_spec_defaults(options, host_values)
+            effective = {**defaults, **host_values}
             own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(effective)
             found += [(host, problem) for problem in own]
         if scope == "run":
-            problems = preflight.merge_hosts(found, hosts) + self._cluster_problems(task_vars, groups, options, values)
+            problems = preflight.merge_hosts(found, hosts) + self._cluster_problems(task_vars, groups, options, defaults, values)
         else:
             # The job's values only (the Kubernetes entry point), judged by the same rules and said in the same words
             # as for a run given them with -e; its one host is the controller, not a node to name.
@@ -98,7 +99,12 @@ class ActionModule(ActionBase):
         return result
 
     def _cluster_problems(
-        self, task_vars: dict[str, Any], groups: tuple[str, str], options: dict[str, Any], values: dict[str, Any]
+        self,
+        task_vars: dict[str, Any],
+        groups: tuple[str, str],
+        options: dict[str, Any],
+        defaults: dict[str, Any],
+        values: dict[str, Any],
     ) -> list[preflight.Problem]:
         """The run's cluster: the hosts agree, the inventory's shape, what the launcher host sets, the controller."""
         hosts = list(values)
@@ -106,7 +112,7 @@ class ActionModule(ActionBase):
         workers = list(task_vars["groups"].get(groups[1], []))
         entries = self._entries(task_vars["hostvars"], hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
         first = launchers[0] if launchers else hosts[0]
-        settings = preflight.with_spec_defaults(options, values[first][0])
+        settings = {**defaults, **values[first][0]}
         return (
             preflight.disagreement_problems(options, {host: own for host, (own, _problems) in values.items()})
             + preflight.inventory_problems(launchers, workers, entries, groups)

@@ -223,6 +223,15 @@ def merge_options(specs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any
     return options
 
 
+def _validated(option: Mapping[str, Any], name: str, value: Any) -> tuple[Any, list[str]]:
+    """``value`` as the roles get it (the argument spec's type applied) and the spec's errors. A path stays as
+    written: the nodes get it so, not expanded on the controller as the spec does."""
+    result = ArgumentSpecValidator({name: dict(option)}).validate({name: value})
+    if result.error_messages or option.get("type") == "path":
+        return value, list(result.error_messages)
+    return result.validated_parameters[name], []
+
+
 def value_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> list[Problem]:
     """Type and choice errors from the argument specs, then the range and character-set rules, of the values a
     host sets. Only what is set is judged: the roles' own defaults are valid (a unit test holds them to it)."""
@@ -230,13 +239,10 @@ def value_problems(options: Mapping[str, Mapping[str, Any]], values: Mapping[str
     for name in sorted(values):
         value = values[name]
         if name in options:
-            result = ArgumentSpecValidator({name: dict(options[name])}).validate({name: value})
-            if result.error_messages:
-                problems += [Problem(name, message) for message in result.error_messages]
+            value, errors = _validated(options[name], name, value)
+            if errors:
+                problems += [Problem(name, message) for message in errors]
                 continue
-            # A path is judged as written: the nodes get it so, not expanded on the controller as the spec does.
-            if options[name].get("type") != "path":
-                value = result.validated_parameters[name]
         rule = rule_for(name)
         message = rule(value) if rule else None
         if message:
@@ -271,9 +277,7 @@ def _cluster_wide(name: str) -> bool:
 def _shown(option: Mapping[str, Any], name: str, value: Any) -> str:
     """A value as the roles get it (the argument spec's type applied), written one way: '2222' and 2222 agree."""
     if option:
-        result = ArgumentSpecValidator({name: dict(option)}).validate({name: value})
-        if not result.error_messages:
-            value = result.validated_parameters[name]
+        value = _validated(option, name, value)[0]
     return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (list, dict)) else str(value)
 
 
@@ -363,11 +367,11 @@ def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Pr
     ]
 
 
-def with_spec_defaults(options: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` over the argument specs' plain defaults: what the roles will be given (a computed default, a
-    template, is left out). The checks below read a run's settings from this, so no default is restated here."""
+def spec_defaults(options: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The argument specs' plain defaults (a computed default, a template, is left out): a host's values laid over
+    them are what the roles will be given. The checks below read a run's settings so, and restate no default."""
     defaults = {name: _plain_default(option) for name, option in options.items()}
-    return {**{name: value for name, value in defaults.items() if value is not None}, **values}
+    return {name: value for name, value in defaults.items() if value is not None}
 
 
 def _launcher(values: Mapping[str, Any]) -> launch.Launcher | None:
