@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cluster role's device check (tasks/devices.yml), in real ansible-playbook runs: launcher_backend=xccl is
+"""The launcher role's device check (tasks/devices.yml), in real ansible-playbook runs: launcher_backend=xccl is
 refused, naming the hosts and the variable, on nodes whose facts show no /dev/dri render node."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ PLAYBOOK = """\
   gather_facts: false
   tasks:
     - ansible.builtin.set_fact: {cluster_node: {dri_devices: "{{ devices }}"}}
-    - ansible.builtin.include_role: {name: multinode.training.cluster, tasks_from: devices}
+    - ansible.builtin.include_role: {name: multinode.training.launcher, tasks_from: devices}
 """
 INVENTORY = """\
 all:
