@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Make this machine able to run the simulated cluster: a running Docker engine and debootstrap; and Chromium, in
-# which the tests open a run's report.html headless. Idempotent: does nothing when all are already there. Needs
-# root (or sudo) for the installs.
+# Make this machine able to run the simulated cluster: a running Docker engine and debootstrap. With the argument
+# `browser`, only Chromium, in which the unit tests open a run's report.html headless (make browser; the demo does
+# not need it). Idempotent: does nothing when all are already there. Needs root (or sudo) for the installs.
 set -euo pipefail
 
 log() { printf '[host-setup] %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
+apt_install() {
+  log "installing from the distribution: $*"
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null
+}
+
+if [ "${1:-}" = browser ]; then
+  command -v chromium >/dev/null || apt_install --no-install-recommends chromium
+  log "$(chromium --version)"
+  exit 0
+fi
+
 missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
-  log "installing ${missing[*]} from the distribution"
-  as_root apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
-fi
-if ! command -v chromium >/dev/null; then
-  log "installing chromium from the distribution (the report test opens report.html in it, headless)"
-  [ ${#missing[@]} -gt 0 ] || as_root apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null
+  apt_install "${missing[@]}"
 fi
 
 if ! docker info >/dev/null 2>&1; then

@@ -40,7 +40,7 @@ RUN_BY: dict[str, tuple[str, str]] = {
     "ansible all -i inventory -m ansible.builtin.ping": ("tests/unit/test_readme_commands.py", "def test_the_troubleshooting_ping_runs"),
     "pip install -e .": ("Makefile", "pip install -q -e ."),
     "make test": (".ci/run", "exec make test"),
-    "make demo": ("Makefile", "DEMO_STEPS := venv host images sim train"),
+    "make demo": ("Makefile", "DEMO_STEPS := venv+images sim train"),
     "make down": ("Makefile", "down: venv"),
     "make venv": ("Makefile", "venv: $(VENV)/.installed"),
     "make help": ("Makefile", "help: ##"),

@@ -105,7 +105,7 @@ class DevTools:
     def __init__(self, profile: Path) -> None:
         chromium = shutil.which("chromium")
         if chromium is None:
-            pytest.fail("chromium is not installed: make host (scripts/host-setup.sh) installs Debian's package")
+            pytest.fail("chromium is not installed: make browser (scripts/host-setup.sh browser) installs Debian's package")
         # Ended in close().
         self.process = subprocess.Popen(  # pylint: disable=consider-using-with
             [
