@@ -37,13 +37,13 @@ demo: ## bare simulated nodes -> trained model, then the time each step took
 	  started=$$(date +%s); pids=""; \
 	  for part in $${step//+/ }; do \
 	    ( from=$$(date +%s); $(MAKE) --no-print-directory $$part; \
-	      printf '  %-8s %5d s\n' $$part $$(( $$(date +%s) - from )) >>$$times ) & pids="$$pids $$!"; \
+	      printf '  %-12s %5d s\n' $$part $$(( $$(date +%s) - from )) >>$$times ) & pids="$$pids $$!"; \
 	  done; \
 	  for pid in $$pids; do wait $$pid || { kill $$pids 2>/dev/null; exit 1; }; done; \
-	  [ "$$step" = "$${step//+/}" ] || printf '  %-8s %5d s (side by side)\n' $$step $$(( $$(date +%s) - started )) >>$$times; \
+	  [ "$$step" = "$${step//+/}" ] || printf '  %-12s %5d s (side by side)\n' $$step $$(( $$(date +%s) - started )) >>$$times; \
 	done; \
 	$(VENV)/bin/multinode-training show latest; \
-	printf "\nmake demo, time per step:\n%s\n  %-8s %5d s\n" "$$(cat $$times)" total $$(( $$(date +%s) - began )); \
+	printf "\nmake demo, time per step:\n%s\n  %-12s %5d s\n" "$$(cat $$times)" total $$(( $$(date +%s) - began )); \
 	rm -f $$times
 
 test: venv-dev host browser images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)

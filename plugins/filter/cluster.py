@@ -11,6 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.multinode.training.plugins.module_utils import cluster, launch
 from ansible_collections.multinode.training.plugins.module_utils.job_id import job_id
+from ansible_collections.multinode.training.plugins.module_utils.node_facts import running_job_problems
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 
 
@@ -68,4 +69,5 @@ class FilterModule:
             "interface_env": launch.interface_env,
             "device_problems": device_problems,
             "job_id": job_id,
+            "running_job_problems": running_job_problems,
         }

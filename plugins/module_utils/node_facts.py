@@ -229,3 +229,36 @@ def parse_route_get(text: str) -> dict[str, Any]:
         "gateway": _value_after(tokens, "via"),
         "local": tokens[0] == "local",
     }
+
+
+# The scripts a job runs on its nodes: launch.sh on the launcher node (the launcher's driver), rank.sh under every
+# rank. Either running means the job holds the nodes' worker containers and ports.
+JOB_SCRIPTS = ("launch.sh", "rank.sh")
+
+
+def running_jobs(command_lines: Iterable[list[str]], jobs_dir: str) -> dict[str, list[str]]:
+    """The jobs that have a process on this node: each job id (a directory under ``jobs_dir``) -> which of its
+    scripts run, from the argument lists of the node's processes."""
+    pattern = re.compile(re.escape(jobs_dir.rstrip("/")) + r"/([^/]+)/(" + "|".join(map(re.escape, JOB_SCRIPTS)) + r")")
+    found: dict[str, set[str]] = defaultdict(set)
+    for arguments in command_lines:
+        for argument in arguments:
+            match = pattern.fullmatch(argument)
+            if match:
+                found[match.group(1)].add(match.group(2))
+    return {job: sorted(scripts) for job, scripts in sorted(found.items())}
+
+
+def running_job_problems(running_jobs: Mapping[str, Mapping[str, Iterable[str]] | None]) -> list[str]:
+    """One message per job still running on the nodes, naming the hosts it runs on and how to end it.
+    ``running_jobs`` maps each host to its node facts' ``running_jobs`` (None where they were not gathered)."""
+    hosts_of: dict[str, list[str]] = defaultdict(list)
+    for host, jobs in running_jobs.items():
+        for job, scripts in (jobs or {}).items():
+            hosts_of[job].append(f"{host} ({', '.join(scripts)})")
+    return [
+        f"job {job} is still running on {', '.join(hosts)}: a second job on these nodes would take over its launcher"
+        f" container, worker containers and ports. Wait for it to end, or stop it (multinode-training cancel"
+        f" runs/{job}), then run again"
+        for job, hosts in sorted(hosts_of.items())
+    ]

@@ -42,6 +42,13 @@ options:
       - Does not apply to the C(ip) command.
     type: path
     default: /
+  jobs_dir:
+    description:
+      - The directory the cluster's jobs live in on the node (C(<workdir>/work/jobs)). With it, the processes of the
+        node (C(/proc/*/cmdline)) are searched for a job's C(launch.sh) or C(rank.sh) under it, and the jobs found
+        are returned as RV(ansible_facts.multinode_node.running_jobs).
+      - Reading every process's command line needs root (C(become)).
+    type: path
   watch:
     description:
       - Also observe what multinode.training.node_state watches, in the same module run, and return it as
@@ -269,6 +276,13 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"]}
+        running_jobs:
+          description:
+            - Each job with a process on the node, by its id, and which of its scripts (C(launch.sh), C(rank.sh)) run.
+            - Empty when none runs.
+          type: dict
+          returned: when O(jobs_dir) is set
+          sample: {"20261127-093000-torchrun": ["launch.sh", "rank.sh"]}
         provisioning:
           description:
             - C(path) and C(record), the node's record of its last provisioning run (null without one), and C(parts),
@@ -282,6 +296,7 @@ ansible_facts:
 import glob
 import os
 import socket
+from collections.abc import Iterator
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
@@ -295,6 +310,7 @@ from ansible_collections.multinode.training.plugins.module_utils.node_facts impo
     intel_gpus,
     parse_ipv4_addresses,
     parse_route_get,
+    running_jobs,
 )
 
 PCI_FILES = ("vendor", "device", "class")
@@ -352,11 +368,23 @@ def ipv4_addresses(module: AnsibleModule) -> dict[str, list[str]]:
     return parse_ipv4_addresses(ip_output(module, "-o", "-4", "addr", "show"))
 
 
+def process_arguments(root: str) -> Iterator[list[str]]:
+    """The argument list of every process under ``root``/proc; a process that ends while it is read is skipped."""
+    for path in glob.glob(os.path.join(root, "proc", "[0-9]*", "cmdline")):
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        yield [argument for argument in text.split("\0") if argument]
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             peer=dict(type="str"),
             sysfs_root=dict(type="path", default="/"),
+            jobs_dir=dict(type="path"),
             watch=dict(
                 type="dict",
                 options=dict(record=dict(type="path", required=True), **node_state.WATCHED_OPTIONS),
@@ -379,6 +407,8 @@ def main() -> None:
         module.fail_json(msg=f"cannot gather node facts under {root}: {to_native(exc)}")
     facts["route"] = route_to(module, peer) if peer else None
     facts["ipv4_addresses"] = ipv4_addresses(module)
+    if module.params["jobs_dir"]:
+        facts["running_jobs"] = running_jobs(process_arguments(root), module.params["jobs_dir"])
     watch = module.params["watch"]
     if watch:
         facts["provisioning"] = dict(

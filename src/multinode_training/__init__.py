@@ -31,7 +31,7 @@ from multinode_training.api import (
     plan,
     train,
 )
-from multinode_training.jobs import InvalidJobError, Job, JobError, ProvisioningError, list_runs, submit
+from multinode_training.jobs import ClusterBusyError, InvalidJobError, Job, JobError, ProvisioningError, list_runs, submit
 from multinode_training.records import (
     Failure,
     JobEvent,
@@ -49,6 +49,7 @@ from multinode_training.summary import Summary
 
 __all__ = [
     "CheckError",
+    "ClusterBusyError",
     "Failure",
     "Health",
     "InvalidJobError",

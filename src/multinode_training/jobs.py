@@ -56,6 +56,8 @@ PHASE_STATES = {"provision": "provisioning", "launch": "launching", "train": "ru
 FINAL_STATES = ("succeeded", "failed", "cancelled", "timed_out", "lost")
 # The task that judges the job's inputs (roles/cluster/tasks/main.yml): its failure is an invalid job.
 PREFLIGHT_TASK = "Judge every input of the run before any node changes"
+# The task that finds another job still running on the nodes (roles/cluster/tasks/main.yml).
+BUSY_TASK = "Check no job is still running on the nodes"
 QUEUE_ROOT = Path("~/.cache/multinode-training/queue")
 FOLLOWER_LOG = "follower.log"
 POLL_SECONDS = 0.5
@@ -76,6 +78,10 @@ class InvalidJobError(JobError):
 
 class ProvisioningError(JobError):
     """Provisioning the nodes failed before the job started."""
+
+
+class ClusterBusyError(JobError):
+    """Another job still ran on the nodes (started outside this controller's queue); nothing changed on any node."""
 
 
 def submit(
@@ -248,6 +254,8 @@ def job_error(job_id: str, record: Mapping[str, Any]) -> JobError:
     reasons = list(record.get("failures") or [])
     if any(PREFLIGHT_TASK in reason for reason in reasons):
         return InvalidJobError(job_id, reasons)
+    if any(BUSY_TASK in reason for reason in reasons):
+        return ClusterBusyError(job_id, reasons)
     if record.get("failed_phase") == "provision":
         return ProvisioningError(job_id, reasons)
     return JobError(job_id, reasons)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from multinode_training import jobs
 from multinode_training.__main__ import extra_vars, main
 from multinode_training.api import RunNotFoundError
-from multinode_training.jobs import FINAL_STATES, InvalidJobError, Job, ProvisioningError, list_runs, submit
+from multinode_training import jobs
+from multinode_training.jobs import FINAL_STATES, ClusterBusyError, InvalidJobError, Job, ProvisioningError, list_runs, submit
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -35,6 +35,10 @@ TRAIN = """
       ansible.builtin.assert:
         that: not (refuse | default(false) | bool)
         fail_msg: launcher_timeout must be a whole number > 0
+    - name: Check no job is still running on the nodes
+      ansible.builtin.assert:
+        that: not (busy | default(false) | bool)
+        fail_msg: job other is still running on node1 (launch.sh)
     - name: Install the Docker engine
       ansible.builtin.assert:
         that: not (break_provisioning | default(false) | bool)
@@ -156,8 +160,7 @@ def test_a_queued_job_cancelled_never_runs(cluster: dict[str, Path]) -> None:
 def test_a_running_job_is_cancelled_from_another_process_after_the_submitter_died(cluster: dict[str, Path]) -> None:
     code = textwrap.dedent(f"""
         import os, signal
-        from multinode_training import jobs
-        jobs.QUEUE_ROOT = jobs.Path({str(jobs.QUEUE_ROOT)!r})
+                jobs.QUEUE_ROOT = jobs.Path({str(jobs.QUEUE_ROOT)!r})
         job = jobs.submit({str(cluster['inventory'])!r}, extravars={{"launcher_job_id": "job-orphan", "hold": 60}},
                           runs_dir={str(cluster['runs'])!r}, collection_dir={str(cluster['collection'])!r})
         os.kill(os.getpid(), signal.SIGKILL)
@@ -178,6 +181,7 @@ def test_a_running_job_is_cancelled_from_another_process_after_the_submitter_die
     [
         ({"refuse": True}, InvalidJobError, "launcher_timeout must be a whole number > 0"),
         ({"break_provisioning": True}, ProvisioningError, "the engine did not start"),
+        ({"busy": True}, ClusterBusyError, "job other is still running on node1"),
     ],
 )
 def test_a_job_that_never_ran_raises_its_typed_error(
@@ -344,3 +348,9 @@ def test_the_command_line_submits_follows_and_lists_a_job(
     assert main(["list", *runs]) == 0
     listed = capsys.readouterr().out
     assert "cli-job" in listed and "succeeded" in listed
+
+
+def test_the_typed_errors_name_the_roles_tasks() -> None:
+    """The tasks whose failure makes an InvalidJobError or a ClusterBusyError are the cluster role's."""
+    tasks = (REPO / "roles" / "cluster" / "tasks" / "main.yml").read_text(encoding="utf-8")
+    assert f"- name: {jobs.PREFLIGHT_TASK}\n" in tasks and f"- name: {jobs.BUSY_TASK}\n" in tasks

@@ -17,6 +17,8 @@ from ansible_collections.multinode.training.plugins.module_utils.node_facts impo
     parse_cpulist,
     parse_ipv4_addresses,
     parse_route_get,
+    running_job_problems,
+    running_jobs,
 )
 
 # aarch64 kernels print neither "physical id" nor "core id" (nor "model name").
@@ -311,3 +313,27 @@ def test_memory_mib_is_memtotal_rounded_down():
 def test_memory_mib_without_memtotal_is_an_error():
     with pytest.raises(ValueError, match="no MemTotal"):
         memory_mib("MemFree: 1000 kB\n")
+
+
+def test_running_jobs_reads_only_a_jobs_scripts_under_the_jobs_dir():
+    command_lines = [
+        ["bash", "/w/jobs/j1/rank.sh", "python3", "train.py", "/w/jobs/j1/launch.sh"],
+        ["bash", "/w/jobs/j2/work/rank.sh"],
+        ["bash", "/w/jobsx/j3/rank.sh"],
+        ["python3", "/w/jobs/j4/rank.sh.bak"],
+    ]
+    assert running_jobs(command_lines, "/w/jobs") == {"j1": ["launch.sh", "rank.sh"]}
+
+
+def test_running_job_problems_name_each_job_its_hosts_and_the_way_out():
+    problems = running_job_problems(
+        {"node1": {"j1": ["launch.sh", "rank.sh"]}, "node2": {"j1": ["rank.sh"], "j0": ["rank.sh"]}, "node3": {}, "node4": None}
+    )
+    assert problems == [
+        "job j0 is still running on node2 (rank.sh): a second job on these nodes would take over its launcher container,"
+        " worker containers and ports. Wait for it to end, or stop it (multinode-training cancel runs/j0), then run again",
+        "job j1 is still running on node1 (launch.sh, rank.sh), node2 (rank.sh): a second job on these nodes would take"
+        " over its launcher container, worker containers and ports. Wait for it to end, or stop it"
+        " (multinode-training cancel runs/j1), then run again",
+    ]
+    assert running_job_problems({"node1": {}, "node2": None}) == []

@@ -135,3 +135,27 @@ def test_watch_observes_the_record_and_the_watched_parts(run_module, ip_route, n
 def test_without_watch_nothing_is_observed(run_module, ip_route, node_facts_root):
     result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")))
     assert "provisioning" not in result["ansible_facts"]["multinode_node"]
+
+
+def test_jobs_dir_finds_the_jobs_whose_scripts_run(run_module, ip_route, node_facts_root):
+    """Processes of /proc under the root: a job's launch.sh (as the launcher container's timeout and bash run it) and a
+    rank.sh; a script of another directory and a kernel thread (empty cmdline) are not jobs."""
+    root = node_facts_root("no_gpu")
+    jobs = "/opt/multinode/work/jobs"
+    processes = {
+        "101": ["timeout", "--kill-after=30", "3600", "bash", f"{jobs}/20261127-a/launch.sh"],
+        "102": ["bash", f"{jobs}/20261127-a/launch.sh"],
+        "201": ["bash", f"{jobs}/20261127-b/rank.sh", "python3", "train.py"],
+        "301": ["bash", "/home/me/launch.sh"],
+        "2": [],
+    }
+    for pid, arguments in processes.items():
+        (root / "proc" / pid).mkdir(parents=True)
+        (root / "proc" / pid / "cmdline").write_bytes(b"".join(argument.encode() + b"\0" for argument in arguments))
+    node = run_module(node_facts.main, sysfs_root=str(root), jobs_dir=jobs + "/")["ansible_facts"]["multinode_node"]
+    assert node["running_jobs"] == {"20261127-a": ["launch.sh"], "20261127-b": ["rank.sh"]}
+
+
+def test_without_jobs_dir_no_process_is_read(run_module, ip_route, node_facts_root):
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")))
+    assert "running_jobs" not in result["ansible_facts"]["multinode_node"]
