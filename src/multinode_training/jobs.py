@@ -5,17 +5,16 @@ the job) waits for its turn on the cluster, runs playbooks/train.yml through ans
 ``RUN_DIR/runner``) and keeps the job's state in ``RUN_DIR/job.json``. Any process on the controller re-attaches to
 a run by its directory: :class:`Job` reads that file, the live log and the summary.
 
-Jobs for the same inventory take turns, first submitted first: each waits in a queue on the controller
-(``~/.cache/multinode-training/queue/<inventory>``, state ``queued``) until every job submitted before it has ended,
-so two jobs never share the nodes' rendezvous port or start half.
+Jobs that share a node take turns, first submitted first: each waits in the queue on the controller
+(``~/.cache/multinode-training/queue/``, state ``queued``) until every job submitted before it on any of its nodes
+has ended, so two jobs never share the nodes' rendezvous port or start half. A node is known by its address
+(``ansible_host``, else its inventory name) and SSH port, whatever inventory file names it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
-import hashlib
 import json
 import os
 import subprocess
@@ -45,6 +44,7 @@ from multinode_training.api import (
     read_json,
     recorded_pid,
     run_dir_at,
+    runner_env,
 )
 from multinode_training.records import Failure, PhaseChanged, Record
 from multinode_training.summary import Summary
@@ -59,6 +59,8 @@ PREFLIGHT_TASK = "Judge every input of the run before any node changes"
 # The task that finds another job still running on the nodes (roles/cluster/tasks/main.yml).
 BUSY_TASK = "Check no job is still running on the nodes"
 QUEUE_ROOT = Path("~/.cache/multinode-training/queue")
+# The inventory groups whose hosts a job uses (the playbooks' hosts).
+NODE_GROUPS = ("launcher", "workers", "spares")
 FOLLOWER_LOG = "follower.log"
 POLL_SECONDS = 0.5
 
@@ -108,7 +110,7 @@ def submit(
     earlier = read_job_file(run_dir)
     if earlier and Job(run_dir).status() not in FINAL_STATES:
         raise InvalidJobError(job_id, [f"a job with this id is {earlier['state']} in {run_dir}"])
-    queue = queue_dir(inventory_path)
+    nodes = inventory_nodes(inventory_path, collection)
     run_dir.mkdir(parents=True, exist_ok=True)
     # An earlier run of the same id must not answer for this one (the launcher clears the rest when the job starts).
     for stale in (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE):
@@ -123,10 +125,10 @@ def submit(
             "extravars": {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)},
             "collection_dir": str(collection),
             "playbook": "train.yml" if provision else "launch.yml",
-            "queue": str(queue),
+            "nodes": nodes,
         },
     )
-    enqueue(queue, run_dir)
+    enqueue(QUEUE_ROOT.expanduser(), run_dir, nodes)
     with (run_dir / FOLLOWER_LOG).open("ab") as log:
         # The follower outlives this call: no with block.
         follower = subprocess.Popen(  # pylint: disable=consider-using-with
@@ -269,7 +271,7 @@ def follow(run_dir: Path) -> int:
     record = read_job_file(run_dir)
     if record is None:
         raise RunNotFoundError(f"no submitted job in {run_dir}")
-    with queue_turn(Path(record["queue"]), run_dir) as turn:
+    with queue_turn(QUEUE_ROOT.expanduser(), run_dir, record["nodes"]) as turn:
         if not turn:
             update_job_file(run_dir, state="cancelled", ended_at=time.time())
             return 0
@@ -320,52 +322,91 @@ class FollowerRecords:
 # ---------------------------------------------------------------- the queue
 
 
-def queue_dir(inventory: Path) -> Path:
-    """The queue of the cluster an inventory describes (one per inventory file)."""
-    key = hashlib.sha256(str(inventory).encode()).hexdigest()[:16]
-    return QUEUE_ROOT.expanduser() / key
+def inventory_nodes(inventory: Path, collection: Path) -> list[str]:
+    """The nodes the inventory's launcher, workers and spares groups name, each as ``address:port`` (``ansible_host``,
+    else the inventory name; ``ansible_port``, else 22): the queue's key, shared by every inventory naming a node.
+    The inventory is read as the playbooks read it (ansible-inventory with the collection's ansible.cfg)."""
+    config = collection / "ansible.cfg"
+    listed = subprocess.run(
+        ["ansible-inventory", "-i", str(inventory), "--list"],
+        # An inventory it cannot parse is an error here, not a warning and an empty inventory.
+        env={**os.environ, **runner_env(config if config.is_file() else None), "ANSIBLE_INVENTORY_UNPARSED_FAILED": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if listed.returncode != 0:
+        raise InvalidJobError("-", [f"ansible-inventory cannot read {inventory}: {listed.stderr.strip()[-600:]}"])
+    groups = json.loads(listed.stdout)
+    hostvars = groups.get("_meta", {}).get("hostvars", {})
+    names = {name for group in NODE_GROUPS for name in group_hosts(groups, group)}
+    return sorted(
+        f"{hostvars.get(name, {}).get('ansible_host', name)}:{hostvars.get(name, {}).get('ansible_port', 22)}"
+        for name in names
+    ) or [f"inventory {inventory}"]
 
 
-def enqueue(queue: Path, run_dir: Path) -> Path:
-    """The job's ticket in ``queue``: named by the time it was taken, holding the run directory."""
+def group_hosts(groups: Mapping[str, Any], group: str) -> set[str]:
+    """The hosts of ``group`` in ansible-inventory's --list output, its child groups' included."""
+    entry = groups.get(group) or {}
+    found = set(entry.get("hosts") or [])
+    for child in entry.get("children") or []:
+        found |= group_hosts(groups, child)
+    return found
+
+
+def enqueue(queue: Path, run_dir: Path, nodes: list[str]) -> Path:
+    """The job's ticket in ``queue``: named by the time it was taken, holding the run directory and its nodes."""
     queue.mkdir(parents=True, exist_ok=True)
     ticket = queue / f"{time.time_ns():020d}-{run_dir.name}"
-    ticket.write_text(str(run_dir))
+    # Written whole, then named: a reader never finds half a ticket (and would not take it for a stale one).
+    partial = queue / f".{ticket.name.replace('-', '.')}.{os.getpid()}"
+    partial.write_text(json.dumps({"run_dir": str(run_dir), "nodes": nodes}))
+    partial.rename(ticket)
     return ticket
 
 
+def read_ticket(ticket: Path) -> tuple[Path, set[str]] | None:
+    """The run directory and the nodes a ticket holds; None for a ticket that is not one (any more)."""
+    held = read_json(ticket)
+    if not isinstance(held, dict):
+        return None
+    return Path(held["run_dir"]), set(held.get("nodes") or [])
+
+
 def ticket_of(queue: Path, run_dir: Path) -> Path | None:
-    return next((ticket for ticket in sorted(queue.glob("*-*")) if ticket.read_text() == str(run_dir)), None)
+    return next((ticket for ticket in sorted(queue.glob("*-*")) if (read_ticket(ticket) or (None,))[0] == run_dir), None)
 
 
 def ahead_of(queue: Path, ticket: Path) -> list[Path]:
-    """The tickets before ``ticket`` whose jobs have not ended (the others are removed)."""
+    """The tickets before ``ticket`` that share a node with it and whose jobs have not ended (the tickets of ended
+    jobs are removed)."""
+    _, nodes = read_ticket(ticket) or (None, set())
     waiting = []
     for other in sorted(queue.glob("*-*")):
         if other.name >= ticket.name:
             break
-        run_dir = Path(other.read_text())
-        if not run_dir.is_dir() or Job(run_dir).status() in FINAL_STATES:
+        held = read_ticket(other)
+        if held is None or not held[0].is_dir() or Job(held[0]).status() in FINAL_STATES:
             other.unlink(missing_ok=True)
-        else:
+        elif nodes & held[1]:
             waiting.append(other)
     return waiting
 
 
 @contextlib.contextmanager
-def queue_turn(queue: Path, run_dir: Path) -> Iterator[bool]:
-    """Wait until no job submitted before this one is left, then hold the cluster's lock; False when the job was
-    cancelled while it waited."""
-    ticket = ticket_of(queue, run_dir) or enqueue(queue, run_dir)
+def queue_turn(queue: Path, run_dir: Path, nodes: list[str]) -> Iterator[bool]:
+    """Wait until no job submitted before this one on any of its nodes is left; False when the job was cancelled
+    while it waited. The ticket stays until the job has ended, so the jobs after it wait for that."""
+    ticket = ticket_of(queue, run_dir) or enqueue(queue, run_dir, nodes)
     try:
         while ahead_of(queue, ticket):
             if (run_dir / CANCEL_FILE).exists():
                 yield False
                 return
             time.sleep(POLL_SECONDS)
-        with (queue / "lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield not (run_dir / CANCEL_FILE).exists()
+        yield not (run_dir / CANCEL_FILE).exists()
     finally:
         ticket.unlink(missing_ok=True)
 

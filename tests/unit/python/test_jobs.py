@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from multinode_training import jobs
 from multinode_training.__main__ import extra_vars, main
 from multinode_training.api import RunNotFoundError
-from multinode_training import jobs
 from multinode_training.jobs import FINAL_STATES, ClusterBusyError, InvalidJobError, Job, ProvisioningError, list_runs, submit
 
 REPO = Path(__file__).resolve().parents[3]
@@ -140,10 +140,51 @@ def test_two_jobs_submitted_at_once_run_one_after_the_other(cluster: dict[str, P
     assert second.status() == "queued"
     assert first.wait(timeout=60).status == "succeeded"
     assert second.wait(timeout=60).status == "succeeded"
-    record_1 = json.loads((first.run_dir / "job.json").read_text())
-    record_2 = json.loads((second.run_dir / "job.json").read_text())
-    assert record_2["started_at"] >= record_1["ended_at"]
+    assert read_started(second) >= read_ended(first)
     assert [job.id for job in list_runs(cluster["runs"])] == ["job-2", "job-1"]
+
+
+def test_jobs_of_two_inventories_naming_one_node_take_turns_and_other_nodes_do_not_wait(
+    cluster: dict[str, Path], tmp_path: Path
+) -> None:
+    """The queue is per node (its address and port), whatever inventory file names it."""
+
+    def inventory(name: str, address: str) -> Path:
+        path = tmp_path / f"{name}.yml"
+        path.write_text(f"launcher:\n  hosts:\n    node1: {{ansible_host: {address}}}\nworkers:\n  hosts: {{}}\n")
+        return path
+
+    def submitted_on(inventory_path: Path, job_id: str, hold: int) -> Job:
+        extravars = {"launcher_job_id": job_id, "hold": hold}
+        return submit(inventory_path, extravars=extravars, runs_dir=cluster["runs"], collection_dir=cluster["collection"])
+
+    first = submitted_on(inventory("team_a", "192.0.2.10"), "job-a", 4)
+    same_node = submitted_on(inventory("team_b", "192.0.2.10"), "job-b", 1)
+    other_node = submitted_on(inventory("team_c", "192.0.2.11"), "job-c", 1)
+    assert json.loads((first.run_dir / "job.json").read_text())["nodes"] == ["192.0.2.10:22"]
+    wait_for(first, "running")
+    assert same_node.status() == "queued"
+    assert other_node.wait(timeout=60).status == "succeeded"
+    assert first.status() == "running", "the job on another node ran beside the first, not after it"
+    assert first.wait(timeout=60).status == "succeeded"
+    assert same_node.wait(timeout=60).status == "succeeded"
+    assert read_started(same_node) >= read_ended(first)
+
+
+def read_started(job: Job) -> float:
+    return float(json.loads((job.run_dir / "job.json").read_text())["started_at"])
+
+
+def read_ended(job: Job) -> float:
+    return float(json.loads((job.run_dir / "job.json").read_text())["ended_at"])
+
+
+def test_an_inventory_ansible_cannot_read_is_refused_at_submit(cluster: dict[str, Path], tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text("launcher: [this is not an inventory\n")
+    with pytest.raises(InvalidJobError, match="ansible-inventory cannot read"):
+        submit(broken, extravars={"launcher_job_id": "job-x"}, runs_dir=cluster["runs"], collection_dir=cluster["collection"])
+    assert not (cluster["runs"] / "job-x").exists()
 
 
 def test_a_queued_job_cancelled_never_runs(cluster: dict[str, Path]) -> None:
@@ -160,7 +201,8 @@ def test_a_queued_job_cancelled_never_runs(cluster: dict[str, Path]) -> None:
 def test_a_running_job_is_cancelled_from_another_process_after_the_submitter_died(cluster: dict[str, Path]) -> None:
     code = textwrap.dedent(f"""
         import os, signal
-                jobs.QUEUE_ROOT = jobs.Path({str(jobs.QUEUE_ROOT)!r})
+        from multinode_training import jobs
+        jobs.QUEUE_ROOT = jobs.Path({str(jobs.QUEUE_ROOT)!r})
         job = jobs.submit({str(cluster['inventory'])!r}, extravars={{"launcher_job_id": "job-orphan", "hold": 60}},
                           runs_dir={str(cluster['runs'])!r}, collection_dir={str(cluster['collection'])!r})
         os.kill(os.getpid(), signal.SIGKILL)
