@@ -9,6 +9,9 @@
    node, the summary says cancelled.
 4. plan() of a script with a requirements file beside it (extravars): shows the layer it would use.
 5. check(): every node and link measured, the healthy cluster passes, health.json and health.html in RUNS_DIR.
+6. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
+   logs(follow=True) yield rank lines while it trains, its status moves through queued, provisioning, running,
+   succeeded, both succeed and list_runs() shows both.
 Prints one JSON line with what it measured; exits non-zero on the first broken promise.
 """
 
@@ -17,11 +20,13 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import multinode_training as mt
+from multinode_training.jobs import FINAL_STATES
 
 
 def check(condition: bool, message: str) -> None:
@@ -100,6 +105,51 @@ def checked(inventory: str, runs: Path) -> dict[str, Any]:
     return {"checked": health.status, "gflops": {node: values["gflops"] for node, values in health.nodes.items()}}
 
 
+def submitted_pair(inventory: str, runs: Path) -> dict[str, Any]:
+    """Two jobs submitted at once to the same nodes, as a notebook would: they take turns, both succeed."""
+    returned_s = []
+    jobs = []
+    for job_id, launcher in (("molecule-submit-1", "torchrun"), ("molecule-submit-2", "mpiexec")):
+        began = time.monotonic()
+        jobs.append(mt.submit(inventory, extravars={"launcher_job_id": job_id, "launcher_type": launcher}, runs_dir=runs))
+        returned_s.append(round(time.monotonic() - began, 3))
+    check(max(returned_s) < 2, f"submit() took {returned_s} s")
+    first, second = jobs
+    states: dict[str, list[str]] = {job.id: [] for job in jobs}
+    overlap: list[str] = []
+
+    def watch() -> None:
+        while True:
+            now = {job.id: job.status() for job in jobs}
+            for job_id, state in now.items():
+                if not states[job_id] or states[job_id][-1] != state:
+                    states[job_id].append(state)
+            if now[second.id] not in ("queued", *FINAL_STATES) and now[first.id] not in FINAL_STATES:
+                overlap.append(f"{first.id} {now[first.id]} while {second.id} {now[second.id]}")
+            if all(state in FINAL_STATES for state in now.values()):
+                return
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    rank_lines = [
+        line for line in first.logs(follow=True) if line.startswith("[rank") and not (first.run_dir / "summary.json").exists()
+    ]
+    check(bool(rank_lines), "logs(follow=True) yielded no rank line while the first job trained")
+    runs_of = {job.id: job.wait(timeout=600) for job in jobs}
+    watcher.join(timeout=60)
+    check(all(run.status == "succeeded" for run in runs_of.values()), f"submitted jobs: {[(i, r.status) for i, r in runs_of.items()]}")
+    check(not overlap, f"the queued job started before the first ended: {overlap[:3]}")
+    wanted = ["queued", "provisioning", "running", "succeeded"]
+    for job_id, seen in states.items():
+        moved = [state for state in seen if state in wanted]
+        check(moved[:1] in (["queued"], ["provisioning"]) and moved == wanted[wanted.index(moved[0]) :], f"{job_id} states {seen}")
+    check(states[second.id][0] == "queued", f"the second job did not wait: {states[second.id]}")
+    listed = {job.id for job in mt.list_runs(runs)}
+    check({first.id, second.id} <= listed, f"list_runs() lacks the submitted jobs: {sorted(listed)}")
+    return {"submit_returned_s": returned_s, "submitted_states": states, "rank_lines_while_training": len(rank_lines)}
+
+
 def main() -> None:
     inventory, runs = sys.argv[1], Path(sys.argv[2])
     found = {
@@ -107,6 +157,7 @@ def main() -> None:
         **interrupted(inventory, runs),
         **planned_requirements(inventory),
         **checked(inventory, runs),
+        **submitted_pair(inventory, runs),
     }
     print(json.dumps(found))
 
