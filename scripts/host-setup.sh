@@ -15,7 +15,8 @@ apt_install() {
 
 if [ "${1:-}" = browser ]; then
   command -v chromium >/dev/null || apt_install --no-install-recommends chromium
-  log "$(chromium --version)"
+  # Debian's package version (its chromium wrapper prints shell noise of its own on --version).
+  log "chromium $(dpkg-query -W -f '${Version}' chromium 2>/dev/null || echo present)"
   exit 0
 fi
 

@@ -9,7 +9,9 @@
    node, the summary says cancelled.
 4. plan() of a script with a requirements file beside it (extravars): shows the layer it would use.
 5. check(): every node and link measured, the healthy cluster passes, health.json and health.html in RUNS_DIR.
-6. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
+6. A job whose submitting process was killed (SIGKILL) mid-training is cancelled from a new process
+   (``multinode-training cancel``): it stops on every node within 15 s and its summary says cancelled.
+7. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
    logs(follow=True) yield rank lines while it trains, its status moves through queued, provisioning, running,
    succeeded, both succeed and list_runs() shows both.
 Prints one JSON line with what it measured; exits non-zero on the first broken promise.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -105,6 +108,36 @@ def checked(inventory: str, runs: Path) -> dict[str, Any]:
     return {"checked": health.status, "gflops": {node: values["gflops"] for node, values in health.nodes.items()}}
 
 
+def orphaned_then_cancelled(inventory: str, runs: Path) -> dict[str, Any]:
+    """The process that submitted a long job is killed once it trains; a new process cancels it."""
+    job_id = "molecule-orphan"
+    submitter = (
+        "import os, signal, sys, time\n"
+        "import multinode_training as mt\n"
+        f"job = mt.submit({inventory!r}, extravars={{'launcher_job_id': {job_id!r},"
+        " 'launcher_script_args': ['--epochs', '1000']}, runs_dir=" + repr(str(runs)) + ")\n"
+        "lines = job.logs(follow=True)\n"
+        "next(line for line in lines if line.startswith('[rank'))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", submitter], check=False, timeout=600)
+    check(killed.returncode == -signal.SIGKILL, f"the submitting process was not killed mid-training: rc {killed.returncode}")
+    job = mt.Job.load(runs / job_id)
+    check(job.status() == "running", f"the orphaned job is {job.status()}, not running")
+    asked_at = time.time()
+    command = [str(Path(sys.executable).parent / "multinode-training"), "cancel", str(job.run_dir)]
+    cancelled = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    check(cancelled.returncode == 0, f"multinode-training cancel: {cancelled.stdout} {cancelled.stderr}")
+    run = job.wait(timeout=120)
+    check(run.status == "cancelled" and run.summary is not None and run.summary["status"] == "cancelled", f"the orphan: {run.status}")
+    # The rank wrappers' and the launcher's own records of their ends (the nodes share this machine's clock).
+    lines = (run.dir / "progress.jsonl").read_text().splitlines()
+    ends = [record for record in map(json.loads, lines) if record.get("kind") in ("ended", "node_exit", "launcher_exit")]
+    stopped_s = round(max((float(record["time"]) for record in ends), default=float("inf")) - asked_at, 2)
+    check(stopped_s < 15, f"the job's processes ended {stopped_s} s after the cancel: {ends}")
+    return {"orphan_stopped_s": stopped_s, "orphan_summary_after_s": round(time.time() - asked_at, 2)}
+
+
 def submitted_pair(inventory: str, runs: Path) -> dict[str, Any]:
     """Two jobs submitted at once to the same nodes, as a notebook would: they take turns, both succeed."""
     returned_s = []
@@ -157,6 +190,7 @@ def main() -> None:
         **interrupted(inventory, runs),
         **planned_requirements(inventory),
         **checked(inventory, runs),
+        **orphaned_then_cancelled(inventory, runs),
         **submitted_pair(inventory, runs),
     }
     print(json.dumps(found))
