@@ -338,13 +338,30 @@ def cancel(run: str | os.PathLike[str]) -> bool:
 
 
 def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs. A process that has ended but was not reaped yet (a zombie: the follower of a job
+    this process submitted, after a crash) has ended: one of this process's children is reaped here."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:  # not a child of this process
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return not zombie(pid)
+
+
+def zombie(pid: int) -> bool:
+    """Whether ``pid`` has ended and waits for its parent (Linux's /proc; False where it cannot be read)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # The state follows the command name, which is in parentheses and may hold spaces or parentheses itself.
+    return stat[stat.rindex(")") + 2 :].startswith("Z")
 
 
 def recorded_pid(path: Path) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from multinode_training import jobs
+from multinode_training import api, jobs
 from multinode_training.__main__ import extra_vars, main
 from multinode_training.api import RunNotFoundError
 from multinode_training.jobs import FINAL_STATES, ClusterBusyError, InvalidJobError, Job, ProvisioningError, list_runs, submit
@@ -396,3 +397,36 @@ def test_the_typed_errors_name_the_roles_tasks() -> None:
     """The tasks whose failure makes an InvalidJobError or a ClusterBusyError are the cluster role's."""
     tasks = (REPO / "roles" / "cluster" / "tasks" / "main.yml").read_text(encoding="utf-8")
     assert f"- name: {jobs.PREFLIGHT_TASK}\n" in tasks and f"- name: {jobs.BUSY_TASK}\n" in tasks
+
+
+def test_a_follower_that_died_under_the_submitting_process_makes_the_job_lost(cluster: dict[str, Path]) -> None:
+    """The notebook that submitted the job still runs, so its dead follower stays a zombie until reaped: the job is
+    lost, not running for ever."""
+    job = submitted(cluster, "job-follower-died", hold=30)
+    wait_for(job, "running")
+    follower = int((job.run_dir / "follower.pid").read_text())
+    os.kill(follower, signal.SIGKILL)
+    assert wait_for(job, "lost", timeout=10)[-1] == "lost"
+
+
+def test_an_ended_process_not_reaped_yet_is_not_alive() -> None:
+    """A child of this process and a child of another one, each ended and waiting for its parent."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # pylint: disable=consider-using-with
+    parent = subprocess.Popen(  # pylint: disable=consider-using-with
+        [sys.executable, "-c", "import os, sys, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(30)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while not (api.zombie(child.pid) and api.zombie(grandchild)):
+            assert time.monotonic() < deadline, "the processes did not end"
+            time.sleep(0.05)
+        assert not api.process_alive(child.pid), "this process's own ended child"
+        assert not api.process_alive(grandchild), "another process's ended child"
+        assert api.process_alive(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait()
