@@ -5,15 +5,16 @@
 1. plan() on the provisioned cluster: changes nothing, returns the hostfile and the launch script.
 2. train() with the same job id: epoch records reach on_event while the job still runs (no summary yet),
    it succeeds, the provisioning changed nothing, and the job used exactly the planned hostfile and script.
-3. train() interrupted (KeyboardInterrupt, as in a notebook) at its first epoch: the job is stopped on every
-   node, the summary says cancelled.
-4. plan() of a script with a requirements file beside it (extravars): shows the layer it would use.
-5. check(): every node and link measured, the healthy cluster passes, health.json and health.html in RUNS_DIR.
-6. A job whose submitting process was killed (SIGKILL) mid-training is cancelled from a new process
-   (``multinode-training cancel``): it stops on every node within 15 s and its summary says cancelled.
-7. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
+3. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
    logs(follow=True) yield rank lines while it trains, its status moves through queued, provisioning, running,
    succeeded, both succeed and list_runs() shows both.
+4. A job whose submitting process was killed (SIGKILL) mid-training is cancelled from a new process
+   (``multinode-training cancel``): it stops on every node within 15 s and its summary says cancelled.
+5. train() interrupted (KeyboardInterrupt, as in a notebook) at its first epoch: the job is stopped on every
+   node, the summary says cancelled (and, as a failed job, its worker containers are removed: the caller checks
+   none is left).
+6. plan() of a script with a requirements file beside it (extravars): shows the layer it would use.
+7. check(): every node and link measured, the healthy cluster passes, health.json and health.html in RUNS_DIR.
 Prints one JSON line with what it measured; exits non-zero on the first broken promise.
 """
 
@@ -187,11 +188,12 @@ def main() -> None:
     inventory, runs = sys.argv[1], Path(sys.argv[2])
     found = {
         **planned_then_trained(inventory, runs),
+        **submitted_pair(inventory, runs),
+        **orphaned_then_cancelled(inventory, runs),
+        # A cancelled job removes the worker containers: verify_api.yml then checks none is left.
         **interrupted(inventory, runs),
         **planned_requirements(inventory),
         **checked(inventory, runs),
-        **orphaned_then_cancelled(inventory, runs),
-        **submitted_pair(inventory, runs),
     }
     print(json.dumps(found))
 
