@@ -376,13 +376,16 @@ def read_ticket(ticket: Path) -> tuple[Path, set[str]] | None:
 
 
 def ticket_of(queue: Path, run_dir: Path) -> Path | None:
-    return next((ticket for ticket in sorted(queue.glob("*-*")) if (read_ticket(ticket) or (None,))[0] == run_dir), None)
+    for ticket in sorted(queue.glob("*-*")):
+        held = read_ticket(ticket)
+        if held and held[0] == run_dir:
+            return ticket
+    return None
 
 
-def ahead_of(queue: Path, ticket: Path) -> list[Path]:
-    """The tickets before ``ticket`` that share a node with it and whose jobs have not ended (the tickets of ended
-    jobs are removed)."""
-    _, nodes = read_ticket(ticket) or (None, set())
+def ahead_of(queue: Path, ticket: Path, nodes: set[str]) -> list[Path]:
+    """The tickets before ``ticket`` that share one of its ``nodes`` and whose jobs have not ended (the tickets of
+    ended jobs are removed)."""
     waiting = []
     for other in sorted(queue.glob("*-*")):
         if other.name >= ticket.name:
@@ -401,7 +404,7 @@ def queue_turn(queue: Path, run_dir: Path, nodes: list[str]) -> Iterator[bool]:
     while it waited. The ticket stays until the job has ended, so the jobs after it wait for that."""
     ticket = ticket_of(queue, run_dir) or enqueue(queue, run_dir, nodes)
     try:
-        while ahead_of(queue, ticket):
+        while ahead_of(queue, ticket, set(nodes)):
             if (run_dir / CANCEL_FILE).exists():
                 yield False
                 return
