@@ -9,6 +9,7 @@ import os
 import shlex
 import signal
 import socket
+import select
 import subprocess
 import sys
 import time
@@ -612,6 +613,24 @@ def test_a_process_left_holding_the_output_delays_the_end_by_at_most_seconds(tmp
     assert stream.read_text().splitlines()[-1].endswith(f"{RANK_ENDED} 0")
 
 
+def test_nothing_the_wrapper_started_holds_an_inherited_descriptor_after_its_end(tmp_path: Path) -> None:
+    # mpiexec's proxy passes the rank a descriptor of its own (the PMI socket) and waits for every holder to close
+    # it before it ends: the watcher's sleep, left behind, held it for up to a beat after the rank's end.
+    job = new_job(tmp_path)
+    reader, writer = os.pipe()
+    process = subprocess.Popen(
+        **{**rank_command(make_wrapper(job), TORCHRUN, ("bash", "-c", "sleep 0.5")), "pass_fds": (writer,)}
+    )
+    os.close(writer)
+    process.communicate(timeout=20)
+    wrapper_ended = time.monotonic()
+    readable, _, _ = select.select([reader], [], [], BEAT_SECONDS + 1)
+    closed_after = time.monotonic() - wrapper_ended
+    assert readable and os.read(reader, 1) == b""
+    os.close(reader)
+    assert closed_after < 1, f"the descriptor was held {closed_after:.1f} s after the wrapper ended"
+
+
 def test_a_closed_launcher_stream_does_not_change_the_exit_code(tmp_path: Path) -> None:
     # The launcher (the reader of the wrapper's stdout) is gone when the rank ends: the wrapper still exits with
     # the rank's own code, not SIGPIPE's.
@@ -748,6 +767,7 @@ def test_the_wrapper_always_watches_the_rank_and_is_valid_bash(tmp_path: Path, s
     assert "\nwatch_rank {out}>&- {err}>&- &\n" in script
     assert f"'{RANK_BEAT}'" in script
     assert f"while sleep {BEAT_SECONDS} " in script
+    assert "trap '[ -z \"$nap\" ] || kill \"$nap\" 2>/dev/null; exit 0' TERM" in script
     result = subprocess.run(["bash", "-n", str(wrapper)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
 
