@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -15,7 +17,9 @@ from ansible_collections.multinode.training.plugins.module_utils.run_report impo
 from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import CANCEL_FILE, Follower, append_record, show
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
+    CANCEL_FILE, Follower, append_record, following_of, keep_follow_state, recorded_follow_state, show, write_following,
+)
 
 display = Display()
 
@@ -34,6 +38,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "stall_timeout": {"type": "int", "default": 0},
     "straggler_margin": {"type": "float", "default": 0.0},
     "straggler_after": {"type": "int", "default": 30},
+    "handover": {"type": "dict", "default": {}},
+    "resume": {"type": "bool", "default": False},
 }
 
 
@@ -54,7 +60,9 @@ class ActionModule(ActionBase):
             straggler_watch=StragglerWatch(margin=args["straggler_margin"], after=args["straggler_after"]),
         )
         cancel_file = Path(args["cancel_file"] or run_dir / CANCEL_FILE)
-        ended_by, cancelled, offsets, stall = self._follow(args, follower, cancel_file, task_vars or {})
+        handover, offsets = self._taken_over(args, run_dir, task_vars or {}) if args["resume"] else (args["handover"], {})
+        keep_follow_state(run_dir, handover, offsets)
+        ended_by, cancelled, offsets, stall = self._follow(args, follower, cancel_file, handover, offsets, task_vars or {})
         result.update(
             changed=False,
             ended_by=ended_by,
@@ -69,18 +77,35 @@ class ActionModule(ActionBase):
         )
         return result
 
-    def _follow(
-        self, args: dict[str, Any], follower: Follower, cancel_file: Path, task_vars: dict[str, Any]
+    def _taken_over(
+        self, args: dict[str, Any], run_dir: Path, task_vars: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, int]]:
+        """resume: the handover and offsets the job's last follower left; this process becomes its follower."""
+        try:
+            state = recorded_follow_state(run_dir)
+        except ValueError as error:
+            raise AnsibleActionFail(str(error)) from error
+        launcher_host = str(task_vars.get("inventory_hostname", ""))
+        write_following(run_dir, following_of(launcher_host, args["job_dir"], task_vars, self._play_context.become))
+        return dict(state["handover"]), {str(name): int(offset) for name, offset in (state.get("offsets") or {}).items()}
+
+    def _follow(  # pylint: disable=too-many-arguments,too-many-positional-arguments
+        self, args: dict[str, Any], follower: Follower, cancel_file: Path, handover: dict[str, Any],
+        offsets: dict[str, int], task_vars: dict[str, Any],
     ) -> tuple[str, bool, dict[str, int], Stall | None]:
-        """Poll until the launch script logged its exit (or, with until=ranks_succeeded, every rank ended with 0), its
-        process or container is gone, or time is up. How it ended, whether it was cancelled, the logs' offsets, the
-        stall that stopped it."""
+        """Poll from ``offsets`` until the launch script logged its exit (or, with until=ranks_succeeded, every rank
+        ended with 0), its process or container is gone, or time is up; the offsets read so far are kept with the
+        handover after each read. How it ended, whether it was cancelled, the logs' offsets, the stall that stopped
+        it."""
         deadline = time.monotonic() + args["timeout"]
-        offsets: dict[str, int] = {}
+        # Ansible's worker runs this in a session of its own: it outlives an ansible-playbook that was killed, and
+        # would go on following (reading the job's logs, acting on a cancel) beside whoever takes the job over.
+        playbook = os.getppid()
         cancelled = False
         stall: Stall | None = None
         next_liveness = time.monotonic() + args["liveness_every"]
         while True:
+            self._stop_when_orphaned(playbook)
             polled = time.monotonic()
             stop = not cancelled and cancel_file.exists()
             # The module reads for a poll period on the node and returns early when the launcher ends.
@@ -90,8 +115,11 @@ class ActionModule(ActionBase):
             if stop:
                 cancelled = True
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")
-            offsets = dict(status["offsets"])
+            self._stop_when_orphaned(playbook)
             show(follower, status["chunks"])
+            if status["offsets"] != offsets:
+                offsets = dict(status["offsets"])
+                keep_follow_state(follower.run_dir, handover, offsets)
             if not cancelled and stall is None:
                 stall = follower.watchdog.stalled(time.monotonic())
                 if stall is not None:
@@ -118,6 +146,12 @@ class ActionModule(ActionBase):
         display.display(f"[{follower.run_dir.name}] {record['text']}: stopping the job on every node")
         execute(self, "multinode.training.job_status", task_vars,
                 {"job_dir": args["job_dir"], "stop": True, "stop_reason": events.STOP_STALLED})
+
+    @staticmethod
+    def _stop_when_orphaned(playbook: int) -> None:
+        """Stop, writing nothing more, once the ansible-playbook ``playbook`` this worker ran for has gone."""
+        if os.getppid() != playbook:
+            raise AnsibleActionFail(f"the ansible-playbook following this job (pid {playbook}) has gone: stopped following")
 
     @staticmethod
     def _ranks_to_end(args: dict[str, Any], follower: Follower) -> int:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.module_utils.prune import keep_error
-from ansible_collections.multinode.training.plugins.module_utils.run_report import write_json
-from ansible_collections.multinode.training.plugins.plugin_utils.follow import FOLLOWING_FILE, start_run_dir
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import following_of, start_run_dir, write_following
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "runs_dir": {"type": "path", "required": True},
@@ -38,21 +36,7 @@ class ActionModule(ActionBase):
         run_dir = Path(args["runs_dir"]) / args["job_id"]
         changes = start_run_dir(Path(args["runs_dir"]), args["job_id"], args["keep"])
         if args["launcher_host"] and args["job_dir"]:
-            write_following(run_dir, args["launcher_host"], args["job_dir"], task_vars or {}, self._play_context.become)
+            following = following_of(args["launcher_host"], args["job_dir"], task_vars or {}, self._play_context.become)
+            write_following(run_dir, following)
         result.update(changed=bool(changes), changes=changes, run_dir=str(run_dir))
         return result
-
-
-def write_following(run_dir: Path, launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool) -> None:
-    """FOLLOWING_FILE: this ansible-playbook's process (the parent of the worker running this action), the
-    inventory and configuration it runs with, whether its play becomes another user, and the job's node and
-    directory."""
-    following = {
-        "pid": os.getppid(),
-        "inventory": [str(source) for source in task_vars.get("ansible_inventory_sources") or []],
-        "ansible_config": str(task_vars.get("ansible_config_file") or ""),
-        "become": bool(become),
-        "launcher_host": launcher_host,
-        "job_dir": job_dir,
-    }
-    write_json(run_dir / FOLLOWING_FILE, following)

@@ -26,6 +26,9 @@ description:
     or after O(timeout) seconds; with O(until=ranks_succeeded) already when every rank logged its end with exit code 0
     (the launcher's own end is then awaited by multinode.training.job_collect, whose O(multinode.training.job_collect#module:follow)
     shows the rest). It never fails because of the job; the run summary judges it.
+  - Ansible runs it in a worker process of its own session, which outlives an C(ansible-playbook) that was killed. It
+    stops, writing nothing more, once that C(ansible-playbook) has gone, so that nothing follows the job but a
+    process that takes it over (O(resume)).
 author:
   - multinode.training team (@multinode-training)
 extends_documentation_fragment:
@@ -111,6 +114,23 @@ options:
     type: str
     choices: [launcher_exit, ranks_succeeded]
     default: launcher_exit
+  handover:
+    description:
+      - What a later process needs to take over following the job when this one has gone (the job's own settings
+        as the launch resolved them; playbooks/attach.yml).
+      - Kept in C(follow.json) in O(run_dir) with the offsets the job's logs were read to, rewritten after each read
+        that found new text.
+    type: dict
+    default: {}
+  resume:
+    description:
+      - Take over a job whose follower has gone. Its logs are read on from the offsets C(follow.json) recorded (what
+        was read before is neither shown nor recorded again), the handover recorded there is kept (O(handover) is
+        not used), and this ansible-playbook becomes the job's follower in C(following.json), so that a cancel asked
+        for now reaches it.
+      - Fails when O(run_dir) has no C(follow.json), as the job was never followed on its nodes.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -122,6 +142,15 @@ EXAMPLES = r"""
     timeout: 3660
     container: mnt-launcher
   register: launcher_wait
+
+- name: Take over following a job whose follower has gone (from where it stopped reading)
+  multinode.training.job_wait:
+    job_dir: /opt/multinode/lab/work/jobs/20261127-101500-torchrun
+    run_dir: runs/20261127-101500-torchrun
+    world_size: 3
+    timeout: 3660
+    container: mnt-launcher
+    resume: true
 """
 
 RETURN = r"""

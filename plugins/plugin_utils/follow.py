@@ -10,6 +10,7 @@ record per line: started, ended, epoch, node_exit, abort, cancel, launcher_exit)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -37,11 +38,14 @@ CANCEL_FILE = "cancel"
 # Who follows the running job (the ansible-playbook process), where the job runs and how to reach it: a cancel asked
 # for when that process has gone reaches the launcher node itself (multinode_training.api.cancel).
 FOLLOWING_FILE = "following.json"
+# What a process that takes over a job nobody follows any more needs (playbooks/attach.yml): the job's own settings
+# as its launch resolved them (job_wait's handover) and how far its follower had read the job's logs.
+FOLLOW_STATE = "follow.json"
 LATEST = "latest"
 # Earlier attempts of a restarted job: attempts/<n>/ holds each one's collected nodes/, stall.json and summary.json.
 ATTEMPTS_DIR = "attempts"
 # What an earlier run of the same job id left that would mislead watch, train() or job_wait.
-STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE, STRAGGLERS_FILE)
+STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE, STRAGGLERS_FILE, FOLLOW_STATE)
 # What job_collect unpacked for an earlier run of the same id: the new run's collection must not merge into it.
 COLLECTED_DIR = "nodes"
 # At most this much of each collected log is read after following on the node stopped.
@@ -165,6 +169,41 @@ class Follower:
                 for record in records
                 if record["kind"] != "output"
             )
+
+
+def keep_follow_state(run_dir: Path, handover: Mapping[str, Any], offsets: Mapping[str, int]) -> None:
+    """FOLLOW_STATE: the job's handover and the offsets its logs were read to (after what they held was shown)."""
+    write_json(run_dir / FOLLOW_STATE, {"handover": dict(handover), "offsets": dict(offsets)})
+
+
+def recorded_follow_state(run_dir: Path) -> dict[str, Any]:
+    """FOLLOW_STATE as the job's last follower left it; ValueError when there is none (the job never started)."""
+    try:
+        state = json.loads((run_dir / FOLLOW_STATE).read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{run_dir}: no {FOLLOW_STATE} ({error}): the job was never followed on its nodes") from error
+    if not isinstance(state, dict) or not isinstance(state.get("handover"), dict):
+        raise ValueError(f"{run_dir / FOLLOW_STATE}: not a follow state")
+    return state
+
+
+def following_of(launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool) -> dict[str, Any]:
+    """What FOLLOWING_FILE records besides the follower's process: the inventory and configuration this
+    ansible-playbook runs with, whether its play becomes another user, and the job's node and directory."""
+    return {
+        "inventory": [str(source) for source in task_vars.get("ansible_inventory_sources") or []],
+        "ansible_config": str(task_vars.get("ansible_config_file") or ""),
+        "become": bool(become),
+        "launcher_host": launcher_host,
+        "job_dir": job_dir,
+    }
+
+
+def write_following(run_dir: Path, following: Mapping[str, Any]) -> None:
+    """FOLLOWING_FILE: who follows the job (``pid``: this ansible-playbook's process, the parent of the worker
+    running the action), the inventory and configuration it runs with, whether its play becomes another user, and
+    the job's launcher node and directory."""
+    write_json(run_dir / FOLLOWING_FILE, {**following, "pid": os.getppid()})
 
 
 def append_record(run_dir: Path, record: dict[str, Any]) -> None:

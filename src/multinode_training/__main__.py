@@ -5,6 +5,7 @@
     multinode-training plan INVENTORY [-e VAR=VALUE ...]    what a job would run, nothing changed
     multinode-training list                                 the runs, newest first
     multinode-training show|logs|watch|cancel|report [RUN]  one run: results, log, follow, stop, report.html
+    multinode-training attach [RUN]                         take over a job nobody follows: follow, collect it
 
 RUN is a run directory, or the name of one in ``--runs-dir`` (default ``runs``); ``latest`` (the default) is the
 job started last.
@@ -20,13 +21,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from multinode_training.api import LIVE_LOG, SUMMARY_FILE, RunNotFoundError, plan
+from multinode_training.api import FOLLOWING_FILE, LIVE_LOG, SUMMARY_FILE, RunNotFoundError, nobody_follows, plan
 from multinode_training.jobs import Job, list_runs, new_lines, submit
 from multinode_training.trackers import record_run
 from multinode_training.show import describe, runs_table
 
 POLL_SECONDS = 0.5
-RUN_COMMANDS = ("show", "logs", "watch", "cancel", "report")
+RUN_COMMANDS = ("show", "logs", "watch", "cancel", "attach", "report")
 
 
 def run_dir_of(run: str, runs_dir: str) -> Path:
@@ -94,7 +95,8 @@ def parser_of() -> argparse.ArgumentParser:
         ("show", "a run's results"),
         ("logs", "a run's live log"),
         ("watch", "follow a run's log until it ends"),
-        ("cancel", "stop a queued or running job"),
+        ("cancel", "stop a queued or running job (one nobody follows any more: stopped, then collected)"),
+        ("attach", "take over a job nobody follows any more: follow it to its end, collect it, write its summary"),
         ("report", "write a run's report.html and TensorBoard files (and log it to MLflow)"),
     ):
         command = commands.add_parser(name, help=text)
@@ -166,12 +168,26 @@ def run_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
             print(line, flush=True)
         return 0
     if args.command == "cancel":
+        orphaned = nobody_follows(run_dir) and (run_dir / FOLLOWING_FILE).exists()
         if not job.cancel():
             print(f"{run_dir.name} has already ended")
             return 1
-        print(f"asked {run_dir.name} to stop; `multinode-training watch {run_dir}` follows it to the end")
-        return 0
+        if not orphaned:
+            print(f"asked {run_dir.name} to stop; `multinode-training watch {run_dir}` follows it to the end")
+            return 0
+        print(f"stopped {run_dir.name} on its launcher node; nobody followed it, so this collects it", flush=True)
+        return attach_and_describe(job)
+    if args.command == "attach":
+        print(f"taking {run_dir.name} over (`multinode-training logs -f {run_dir}` shows its log)", flush=True)
+        return attach_and_describe(job)
     return 0 if watch(run_dir) == "succeeded" else 1
+
+
+def attach_and_describe(job: Job) -> int:
+    """Take the job over to its end and print its results; 0 when it succeeded."""
+    run = job.attach()
+    print(describe(job))
+    return 0 if run.status == "succeeded" else 1
 
 
 def follow_to_the_end(job: Job) -> int:

@@ -41,6 +41,8 @@ JOB_FILE = "job.json"
 FOLLOWER_PID = "follower.pid"
 # Who follows the running job and how to reach its launcher node (the run_start action writes it).
 FOLLOWING_FILE = "following.json"
+# What a process taking over a job nobody follows needs: the job's own settings and how far its logs were read.
+FOLLOW_STATE = "follow.json"
 # What makes a directory a run: any of these in it.
 RUN_MARKERS = (JOB_FILE, SUMMARY_FILE, PROGRESS_FILE, LIVE_LOG, RUNNER_DIR)
 COLLECTION_PARTS = ("ansible_collections", "multinode", "training")
@@ -161,10 +163,10 @@ class _Session:
     events: queue.SimpleQueue[dict[str, Any]] = field(default_factory=queue.SimpleQueue)
     hard_stop: threading.Event = field(default_factory=threading.Event)
 
-    def run(
+    def run(  # pylint: disable=too-many-arguments
         self,
         playbook: str,
-        inventory: str | os.PathLike[str],
+        inventory: str | os.PathLike[str] | list[str],
         extravars: Mapping[str, Any],
         *,
         check: bool,
@@ -172,12 +174,15 @@ class _Session:
         progress: ProgressReader | None = None,
         on_interrupt: Callable[[], None] | None = None,
         artifacts_dir: Path | None = None,
+        ansible_config: str | None = None,
     ) -> Any:
-        """Run ``playbook``; between events, read ``progress``. A KeyboardInterrupt calls ``on_interrupt`` (and
-        the run goes on, so the job ends cleanly); a second one stops ansible-playbook at once. ansible-runner's
-        private data (its artifacts: stdout, job events) stays in ``artifacts_dir`` when given."""
+        """Run ``playbook`` over ``inventory`` (a path, or the list of sources an earlier run used); between events,
+        read ``progress``. A KeyboardInterrupt calls ``on_interrupt`` (and the run goes on, so the job ends cleanly);
+        a second one stops ansible-playbook at once. ansible-runner's private data (its artifacts: stdout, job events)
+        stays in ``artifacts_dir`` when given. ``ansible_config`` (else the collection's ansible.cfg) configures it."""
         config = collection_dir / "ansible.cfg"
-        env = runner_env(config if config.exists() else None)
+        env = runner_env(ansible_config or (config if config.exists() else None))
+        sources = [str(Path(source).resolve()) for source in inventory] if isinstance(inventory, list) else None
         if artifacts_dir is not None:
             artifacts_dir.mkdir(parents=True, exist_ok=True)
         with _private_data_dir(artifacts_dir) as private:
@@ -185,7 +190,7 @@ class _Session:
                 private_data_dir=private,
                 project_dir=str(collection_dir),
                 playbook=f"playbooks/{playbook}",
-                inventory=str(Path(inventory).resolve()),
+                inventory=sources or str(Path(cast(str, inventory)).resolve()),
                 extravars=dict(extravars),
                 envvars=env,
                 cmdline="--check" if check else None,

@@ -27,7 +27,9 @@ from typing import Any, cast
 
 from multinode_training.api import (
     CANCEL_FILE,
+    FOLLOW_STATE,
     FOLLOWER_PID,
+    FOLLOWING_FILE,
     JOB_FILE,
     LIVE_LOG,
     PROGRESS_FILE,
@@ -113,7 +115,7 @@ def submit(
     nodes = inventory_nodes(inventory_path, collection)
     run_dir.mkdir(parents=True, exist_ok=True)
     # An earlier run of the same id must not answer for this one (the launcher clears the rest when the job starts).
-    for stale in (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE):
+    for stale in (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE, FOLLOWING_FILE, FOLLOW_STATE):
         (run_dir / stale).unlink(missing_ok=True)
     write_job_file(
         run_dir,
@@ -226,10 +228,57 @@ class Job:
     def cancel(self) -> bool:
         """Stop the job: a queued one leaves the queue, a running one stops on every node (its summary then says
         cancelled); one that nobody follows any more (its follower or ansible-playbook has gone) is stopped on its
-        launcher node directly. False when it has already ended."""
+        launcher node directly, and :meth:`attach` then collects it. False when it has already ended."""
         if self.summary is not None or self.status() in set(FINAL_STATES) - {"lost"}:
             return False
         return cancel(self.run_dir)
+
+    def attach(self, collection_dir: str | os.PathLike[str] | None = None) -> Run:
+        """Take the job over when nobody follows it any more (its follower and the ansible-playbook that ran it have
+        gone: a closed laptop, a killed shell): follow it on its nodes to its end from where they stopped reading,
+        collect its logs and outputs and write its summary (playbooks/attach.yml, over the inventory the job ran
+        with); its Run. Nothing starts on any node. A job with a summary is returned as it is; JobError when a live
+        process still follows it (wait() for it) or it never started on its nodes."""
+        if self.summary is not None:
+            return Run.load(self.run_dir)
+        following = read_json(self.run_dir / FOLLOWING_FILE)
+        if not isinstance(following, dict):
+            raise JobError(self.id, [f"it never started on its nodes (no {FOLLOWING_FILE}): there is nothing to take over"])
+        if not nobody_follows(self.run_dir):
+            raise JobError(self.id, ["a live process still follows it: wait() for it instead"])
+        return take_over(self.run_dir, following, find_collection(collection_dir))
+
+
+def take_over(run_dir: Path, following: Mapping[str, Any], collection: Path) -> Run:
+    """Run playbooks/attach.yml for the job of ``run_dir`` over the inventory and configuration ``following`` (its
+    following.json) records, this process following it (job.json of a submitted job says so); its Run."""
+    submitted = read_job_file(run_dir) is not None
+    if submitted:
+        (run_dir / FOLLOWER_PID).write_text(f"{os.getpid()}\n")
+        update_job_file(run_dir, state=PHASE_STATES["train"], taken_over_at=time.time())
+    failures: list[str] = []
+
+    def keep_failures(record: Record) -> None:
+        if isinstance(record, Failure):
+            failures.append(f"{record.host}: {record.task}: {record.reason}")
+
+    session = _Session(keep_failures)
+    runner = session.run(
+        "attach.yml",
+        [str(source) for source in following["inventory"]],
+        {"launcher_job_id": run_dir.name, "launcher_runs_dir": str(run_dir.parent)},
+        check=False,
+        collection_dir=collection,
+        artifacts_dir=run_dir / RUNNER_DIR,
+        ansible_config=str(following.get("ansible_config") or "") or None,
+    )
+    summary = read_json(run_dir / SUMMARY_FILE)
+    if submitted:
+        final = str(summary["status"]) if isinstance(summary, dict) else "failed"
+        update_job_file(run_dir, state=final, rc=int(runner.rc or 0), ended_at=time.time(), failures=failures)
+    if not isinstance(summary, dict):
+        raise JobError(run_dir.name, failures or [f"the take-over ended without a summary (rc {runner.rc})"])
+    return Run.load(run_dir)
 
 
 def list_runs(runs_dir: str | os.PathLike[str] = "runs") -> list[Job]:

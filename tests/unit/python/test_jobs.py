@@ -75,14 +75,37 @@ RUN_CONTAINER = """
 """
 
 
-@pytest.fixture(name="cluster")
-def cluster_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """A stand-in collection, an inventory of localhost, a runs directory and a queue of their own."""
-    collection = tmp_path / "collection"
+# playbooks/attach.yml's part: the summary of the job taken over, cancelled when its launch script was stopped.
+ATTACH = """
+- name: Follow, collect and judge the job
+  hosts: all
+  gather_facts: false
+  vars:
+    run_dir: "{{ launcher_runs_dir }}/{{ launcher_job_id }}"
+    following: "{{ lookup('ansible.builtin.file', run_dir ~ '/following.json') | from_json }}"
+  tasks:
+    - name: Fail when the job cannot be taken over
+      ansible.builtin.assert:
+        that: not (refuse_attach | default(false) | bool)
+        fail_msg: no follow.json
+    - name: The summary
+      ansible.builtin.copy:
+        dest: "{{ run_dir }}/summary.json"
+        content: "{{ {'job_id': launcher_job_id, 'failure_reasons': [], 'phases': {'train': 1.0}, 'launcher': 'torchrun',
+                     'nodes': ['node1'], 'world_size': 1, 'rank_exit_codes': {'0': 0}, 'test_accuracy': none,
+                     'provision_changed': 0,
+                     'status': 'cancelled' if (following.job_dir ~ '/stop') is exists else 'succeeded'} | to_json }}"
+        mode: "0644"
+"""
+
+
+def stand_in_collection(collection: Path) -> Path:
+    """A stand-in collection: train.yml, launch.yml and attach.yml, and what the API reads of a collection."""
     (collection / "playbooks").mkdir(parents=True)
     (collection / "playbooks" / "train.yml").write_text(textwrap.dedent(TRAIN))
     launch_play = TRAIN[TRAIN.index("- name: Launch, wait, collect") :]
     (collection / "playbooks" / "launch.yml").write_text(textwrap.dedent(launch_play))
+    (collection / "playbooks" / "attach.yml").write_text(textwrap.dedent(ATTACH))
     (collection / "playbooks" / "run_container.yml").write_text(
         textwrap.dedent(RUN_CONTAINER).replace("{{ run_dir }}", "{{ launcher_runs_dir }}/{{ launcher_job_id }}")
     )
@@ -90,6 +113,13 @@ def cluster_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
     for part in ("plugins/module_utils/job_id.py", "roles/launcher/meta/argument_specs.yml"):
         (collection / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / part, collection / part)
+    return collection
+
+
+@pytest.fixture(name="cluster")
+def cluster_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A stand-in collection, an inventory of localhost, a runs directory and a queue of their own."""
+    collection = stand_in_collection(tmp_path / "collection")
     inventory = tmp_path / "hosts.ini"
     inventory.write_text(f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
     monkeypatch.setattr(jobs, "QUEUE_ROOT", tmp_path / "queue")
@@ -352,13 +382,66 @@ def gone_pid() -> int:
     return ended.pid
 
 
-def test_a_job_nobody_follows_is_stopped_on_its_launcher_node(tmp_path: Path) -> None:
+@pytest.fixture(name="stand_in")
+def stand_in_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-in collection, found by the API in place of this repository."""
+    collection = stand_in_collection(tmp_path / "collection")
+    monkeypatch.setattr(jobs, "find_collection", lambda _given=None: collection)
+    return collection
+
+
+def test_a_job_nobody_follows_is_stopped_on_its_launcher_node_then_collected(
+    tmp_path: Path, stand_in: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = orphaned_run(tmp_path, gone_pid())
     job = Job.load(run_dir)
     assert job.status() == "lost"
-    assert main(["cancel", str(run_dir)]) == 0
+    assert main(["cancel", str(run_dir)]) == 1, "its results: cancelled"
     assert (tmp_path / "job" / "stop").exists(), "the launch script's stop file, written on the launcher node"
+    assert "nobody followed it, so this collects it" in capsys.readouterr().out
     assert job.status() == "cancelled"
+    assert job.summary is not None and job.summary["status"] == "cancelled"
+
+
+def test_a_job_nobody_follows_is_taken_over_to_its_summary(tmp_path: Path, stand_in: Path) -> None:
+    run_dir = orphaned_run(tmp_path, gone_pid())
+    run = Job.load(run_dir).attach()
+    assert (run.status, run.dir) == ("succeeded", run_dir)
+    assert Job.load(run_dir).status() == "succeeded"
+    # Taken over once: a second call returns the summary without running anything.
+    (stand_in / "playbooks" / "attach.yml").unlink()
+    assert Job.load(run_dir).attach().status == "succeeded"
+
+
+def test_a_submitted_job_taken_over_says_how_it_ended(tmp_path: Path, stand_in: Path) -> None:
+    run_dir = orphaned_run(tmp_path, gone_pid())
+    jobs.write_job_file(run_dir, {"job_id": run_dir.name, "state": "running", "submitted_at": time.time()})
+    (run_dir / "follower.pid").write_text(f"{gone_pid()}\n")
+    job = Job.load(run_dir)
+    assert job.status() == "lost"
+    assert job.attach().status == "succeeded"
+    record = jobs.read_job_file(run_dir) or {}
+    assert (record["state"], record["rc"], job.status()) == ("succeeded", 0, "succeeded")
+    assert int((run_dir / "follower.pid").read_text()) == os.getpid(), "the process that took it over followed it"
+
+
+def test_a_job_still_followed_or_never_started_is_not_taken_over(tmp_path: Path, stand_in: Path) -> None:
+    run_dir = orphaned_run(tmp_path, os.getpid())
+    with pytest.raises(jobs.JobError, match="a live process still follows it"):
+        Job.load(run_dir).attach()
+    (run_dir / "following.json").unlink()
+    with pytest.raises(jobs.JobError, match="never started on its nodes"):
+        Job.load(run_dir).attach()
+    assert not (run_dir / "summary.json").exists()
+
+
+def test_a_failed_take_over_names_its_failure(tmp_path: Path, stand_in: Path) -> None:
+    run_dir = orphaned_run(tmp_path, gone_pid())
+    jobs.write_job_file(run_dir, {"job_id": run_dir.name, "state": "running", "extravars": {}})
+    (stand_in / "playbooks" / "attach.yml").write_text(textwrap.dedent(ATTACH).replace("refuse_attach | default(false)", "true"))
+    with pytest.raises(jobs.JobError, match="Fail when the job cannot be taken over: no follow.json"):
+        Job.load(run_dir).attach()
+    assert (jobs.read_job_file(run_dir) or {})["state"] == "failed"
 
 
 def test_a_job_still_followed_is_only_asked_to_stop(tmp_path: Path) -> None:

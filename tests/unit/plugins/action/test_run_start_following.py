@@ -7,12 +7,12 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.multinode.training.plugins.action.run_start import write_following
+from ansible_collections.multinode.training.plugins.plugin_utils.follow import following_of, write_following
 
 
 def test_following_names_this_playbook_the_inventory_and_the_jobs_node(tmp_path: Path) -> None:
     task_vars = {"ansible_inventory_sources": ["/srv/inventory/hosts.yml"], "ansible_config_file": "/srv/ansible.cfg"}
-    write_following(tmp_path, "node1", "/opt/multinode/lab/work/jobs/job-1", task_vars, True)
+    write_following(tmp_path, following_of("node1", "/opt/multinode/lab/work/jobs/job-1", task_vars, True))
     assert json.loads((tmp_path / "following.json").read_text()) == {
         "pid": os.getppid(),
         "inventory": ["/srv/inventory/hosts.yml"],
