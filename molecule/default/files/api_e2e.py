@@ -8,8 +8,10 @@
 3. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
    logs(follow=True) yield rank lines while it trains, its status moves through queued, provisioning, running,
    succeeded, both succeed and list_runs() shows both.
-4. A job whose submitting process was killed (SIGKILL) mid-training is cancelled from a new process
-   (``multinode-training cancel``): it stops on every node within 15 s and its summary says cancelled.
+4. A job whose follower and ansible-playbook were killed (SIGKILL) mid-training is taken over from a new process
+   (``multinode-training attach``): it succeeds, every epoch recorded once.
+   A job whose submitting process, follower and ansible-playbook were killed mid-training is cancelled from a new
+   process (``multinode-training cancel``): it stops on every node within 15 s and its summary says cancelled.
 5. train() interrupted (KeyboardInterrupt, as in a notebook) at its first epoch: the job is stopped on every
    node, the summary says cancelled (and, as a failed job, its worker containers are removed: the caller checks
    none is left).
@@ -21,6 +23,7 @@ Prints one JSON line with what it measured; exits non-zero on the first broken p
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -109,8 +112,45 @@ def checked(inventory: str, runs: Path) -> dict[str, Any]:
     return {"checked": health.status, "gflops": {node: values["gflops"] for node, values in health.nodes.items()}}
 
 
+def abandon(job: mt.Job) -> None:
+    """Kill (SIGKILL) everything on the controller that follows ``job``, as a closed laptop would: its follower and the
+    ansible-playbook that follower runs (whose worker following the job lives in a session of its own)."""
+    following = json.loads((job.run_dir / "following.json").read_text())
+    for pid in (int((job.run_dir / "follower.pid").read_text()), int(following["pid"])):
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(3)
+    check(job.status() == "lost", f"the abandoned job is {job.status()}, not lost")
+
+
+def epoch_records(run_dir: Path) -> list[tuple[int, int]]:
+    records = map(json.loads, (run_dir / "progress.jsonl").read_text().splitlines())
+    return [(int(record["rank"]), int(record["epoch"])) for record in records if record.get("kind") == "epoch"]
+
+
+def abandoned_then_taken_over(inventory: str, runs: Path) -> dict[str, Any]:
+    """A submitted job whose follower and ansible-playbook were killed mid-training is taken over from a new process
+    (``multinode-training attach``): followed to its end from where they stopped, collected, summarized."""
+    job = mt.submit(inventory, extravars={"launcher_job_id": "molecule-abandoned", "launcher_script_args": ["--epochs", "40"]},
+                    runs_dir=runs)
+    next(line for line in job.logs(follow=True) if '"epoch": 2,' in line)
+    abandon(job)
+    recorded_before = len(epoch_records(job.run_dir))
+    command = [str(Path(sys.executable).parent / "multinode-training"), "attach", str(job.run_dir)]
+    began = time.monotonic()
+    attached = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600)
+    check(attached.returncode == 0, f"multinode-training attach: {attached.stdout} {attached.stderr}")
+    run = mt.Run.load(job.run_dir)
+    check(run.status == "succeeded" and job.status() == "succeeded", f"the job taken over: {run.status}, {job.status()}")
+    epochs = epoch_records(job.run_dir)
+    check(len(epochs) == len(set(epochs)), f"an epoch recorded twice: {len(epochs)} records, {len(set(epochs))} epochs")
+    check({epoch for _, epoch in epochs} == set(range(1, 41)), f"epochs recorded: {sorted({e for _, e in epochs})}")
+    check(run.summary is not None and run.summary["settings"]["script_args"] == ["--epochs", "40"], "the job's own settings")
+    return {"abandoned_epochs_before": recorded_before, "attach_s": round(time.monotonic() - began, 2)}
+
+
 def orphaned_then_cancelled(inventory: str, runs: Path) -> dict[str, Any]:
-    """The process that submitted a long job is killed once it trains; a new process cancels it."""
+    """The process that submitted a long job is killed once it trains, and so are its follower and ansible-playbook
+    (a closed laptop); a new process cancels it."""
     job_id = "molecule-orphan"
     submitter = (
         "import os, signal, sys, time\n"
@@ -125,10 +165,14 @@ def orphaned_then_cancelled(inventory: str, runs: Path) -> dict[str, Any]:
     check(killed.returncode == -signal.SIGKILL, f"the submitting process was not killed mid-training: rc {killed.returncode}")
     job = mt.Job.load(runs / job_id)
     check(job.status() == "running", f"the orphaned job is {job.status()}, not running")
+    abandon(job)
     asked_at = time.time()
     command = [str(Path(sys.executable).parent / "multinode-training"), "cancel", str(job.run_dir)]
     cancelled = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
-    check(cancelled.returncode == 0, f"multinode-training cancel: {cancelled.stdout} {cancelled.stderr}")
+    # Nobody followed it: the cancel stopped it on its launcher node, then took it over to its summary (exit 1: the
+    # run did not succeed).
+    check(cancelled.returncode == 1 and "run molecule-orphan: cancelled" in cancelled.stdout,
+          f"multinode-training cancel: {cancelled.stdout} {cancelled.stderr}")
     run = job.wait(timeout=120)
     check(run.status == "cancelled" and run.summary is not None and run.summary["status"] == "cancelled", f"the orphan: {run.status}")
     # The rank wrappers' and the launcher's own records of their ends (the nodes share this machine's clock).
@@ -189,6 +233,7 @@ def main() -> None:
     found = {
         **planned_then_trained(inventory, runs),
         **submitted_pair(inventory, runs),
+        **abandoned_then_taken_over(inventory, runs),
         **orphaned_then_cancelled(inventory, runs),
         # A cancelled job removes the worker containers: verify_api.yml then checks none is left.
         **interrupted(inventory, runs),
