@@ -13,6 +13,7 @@ and in plain unit tests.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
@@ -247,6 +248,35 @@ def running_jobs(command_lines: Iterable[list[str]], jobs_dir: str) -> dict[str,
             if match:
                 found[match.group(1)].add(match.group(2))
     return {job: sorted(scripts) for job, scripts in sorted(found.items())}
+
+
+# /proc/net/tcp's state of a listening socket.
+TCP_LISTEN = "0A"
+
+
+def listening_ports(tables: Iterable[str]) -> list[int]:
+    """The TCP ports something listens on, from the text of /proc/net/tcp and /proc/net/tcp6."""
+    ports = set()
+    for table in tables:
+        for line in table.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == TCP_LISTEN:
+                ports.add(int(fields[1].rpartition(":")[2], 16))
+    return sorted(ports)
+
+
+def ranks_running(status_texts: Iterable[str]) -> int:
+    """How many of a job's ranks on this node run: its rank status files (status/rank-N.json) without an end."""
+    running = 0
+    for text in status_texts:
+        try:
+            status = json.loads(text)
+        except ValueError:
+            # Half written: the wrapper writes it whole and renames it, so this is a rank being recorded.
+            running += 1
+            continue
+        running += isinstance(status, dict) and status.get("ended") is None
+    return running
 
 
 def running_job_problems(running_jobs: Mapping[str, Mapping[str, Iterable[str]] | None]) -> list[str]:

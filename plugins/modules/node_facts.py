@@ -46,7 +46,8 @@ options:
     description:
       - The directory the cluster's jobs live in on the node (C(<workdir>/work/jobs)). With it, the processes of the
         node (C(/proc/*/cmdline)) are searched for a job's C(launch.sh) or C(rank.sh) under it, and the jobs found
-        are returned as RV(ansible_facts.multinode_node.running_jobs).
+        are returned as RV(ansible_facts.multinode_node.running_jobs), with how many of each one's ranks run here and
+        the TCP ports in use on the node (for a job that runs beside them).
       - Reading every process's command line needs root (C(become)).
     type: path
   watch:
@@ -283,6 +284,19 @@ ansible_facts:
           type: dict
           returned: when O(jobs_dir) is set
           sample: {"20261127-093000-torchrun": ["launch.sh", "rank.sh"]}
+        running_ranks:
+          description:
+            - How many ranks of each job in RV(ansible_facts.multinode_node.running_jobs) run on this node (its rank
+              status files under O(jobs_dir) without an end).
+          type: dict
+          returned: when O(jobs_dir) is set
+          sample: {"20261127-093000-torchrun": 1}
+        listening_ports:
+          description: The TCP ports something listens on at this node (C(/proc/net/tcp) and C(tcp6)), sorted.
+          type: list
+          elements: int
+          returned: when O(jobs_dir) is set
+          sample: [22, 12345, 29500]
         provisioning:
           description:
             - C(path) and C(record), the node's record of its last provisioning run (null without one), and C(parts),
@@ -309,7 +323,9 @@ from ansible_collections.multinode.training.plugins.module_utils.node_facts impo
     group_gids,
     intel_gpus,
     parse_ipv4_addresses,
+    listening_ports,
     parse_route_get,
+    ranks_running,
     running_jobs,
 )
 
@@ -368,6 +384,15 @@ def ipv4_addresses(module: AnsibleModule) -> dict[str, list[str]]:
     return parse_ipv4_addresses(ip_output(module, "-o", "-4", "addr", "show"))
 
 
+def status_texts(job_dir: str) -> Iterator[str]:
+    """The text of each rank status file of the job in ``job_dir`` (one that is replaced while it is read is skipped)."""
+    for path in glob.glob(os.path.join(job_dir, "status", "rank-*.json")):
+        try:
+            yield read_text(path)
+        except OSError:
+            continue
+
+
 def process_arguments(root: str) -> Iterator[list[str]]:
     """The argument list of every process under ``root``/proc; a process that ends while it is read is skipped."""
     for path in glob.glob(os.path.join(root, "proc", "[0-9]*", "cmdline")):
@@ -409,6 +434,12 @@ def main() -> None:
     facts["ipv4_addresses"] = ipv4_addresses(module)
     if module.params["jobs_dir"]:
         facts["running_jobs"] = running_jobs(process_arguments(root), module.params["jobs_dir"])
+        jobs_dir = os.path.join(root, module.params["jobs_dir"].lstrip("/"))
+        facts["running_ranks"] = {job: ranks_running(status_texts(os.path.join(jobs_dir, job))) for job in facts["running_jobs"]}
+        facts["listening_ports"] = listening_ports(
+            read_text(os.path.join(root, "proc/net", table)) for table in ("tcp", "tcp6")
+            if os.path.exists(os.path.join(root, "proc/net", table))
+        )
     watch = module.params["watch"]
     if watch:
         facts["provisioning"] = dict(

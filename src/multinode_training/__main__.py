@@ -89,6 +89,11 @@ def parser_of() -> argparse.ArgumentParser:
             command.add_argument(
                 "--no-provision", action="store_true", help="a provisioned cluster: the job only (playbooks/launch.yml)"
             )
+            command.add_argument(
+                "--beside",
+                action="store_true",
+                help="run beside the jobs on its nodes, without waiting, when ports and cores allow (implies --no-provision)",
+            )
         command.add_argument("--runs-dir", default=argparse.SUPPRESS)
     commands.add_parser("list", help="the runs, newest first").add_argument("--runs-dir", default=argparse.SUPPRESS)
     for name, text in (
@@ -129,7 +134,13 @@ def main(argv: list[str] | None = None) -> int:
             shown_keys = ("hosts", "world_size", "ranks_per_node", "launch_commands", "restart_policy", "changed")
             print(json.dumps({key: getattr(shown, key) for key in shown_keys}, indent=2))
             return 0
-        job = submit(args.inventory, extravars=variables, runs_dir=args.runs_dir, provision=not args.no_provision)
+        job = submit(
+            args.inventory,
+            extravars=variables,
+            runs_dir=args.runs_dir,
+            provision=not (args.no_provision or args.beside),
+            beside=args.beside,
+        )
         if args.command == "submit":
             print(f"submitted {job.id} ({job.status()}): multinode-training logs -f {job.run_dir}")
             return 0

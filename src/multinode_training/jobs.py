@@ -95,16 +95,22 @@ def submit(
     runs_dir: str | os.PathLike[str] = "runs",
     collection_dir: str | os.PathLike[str] | None = None,
     provision: bool = True,
+    beside: bool = False,
 ) -> Job:
     """Queue the job of ``inventory`` (playbooks/train.yml with ``extravars``) and return its handle at once.
 
     Provisioning, the launch and the training go on in a detached follower; a job id already queued or running is
     refused (InvalidJobError). ``provision=False`` runs playbooks/launch.yml instead, for a cluster provisioned
     before: the job only, after the check that each node still holds its provisioning (a node that drifted is named).
+    ``beside=True`` (with ``provision=False``) does not wait for the jobs on its nodes: it runs beside them
+    (``launcher_beside``) when their ports and the nodes' cores allow, and is refused before any node changes when
+    they do not. The jobs submitted after it still wait for it.
     """
     inventory_path = Path(inventory).expanduser().resolve()
     if not inventory_path.exists():
         raise InvalidJobError("-", [f"no inventory at {inventory_path}"])
+    if beside and provision:
+        raise InvalidJobError("-", ["beside=True runs the job only (playbooks/launch.yml): give provision=False too"])
     collection = find_collection(collection_dir)
     job_id = job_id_for(extravars or {}, collection)
     runs = Path(runs_dir).expanduser().resolve()
@@ -124,7 +130,13 @@ def submit(
             "state": QUEUED,
             "submitted_at": time.time(),
             "inventory": str(inventory_path),
-            "extravars": {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)},
+            "extravars": {
+                **(extravars or {}),
+                "launcher_job_id": job_id,
+                "launcher_runs_dir": str(runs),
+                **({"launcher_beside": True} if beside else {}),
+            },
+            "beside": beside,
             "collection_dir": str(collection),
             "playbook": "train.yml" if provision else "launch.yml",
             "nodes": nodes,
@@ -320,7 +332,7 @@ def follow(run_dir: Path) -> int:
     record = read_job_file(run_dir)
     if record is None:
         raise RunNotFoundError(f"no submitted job in {run_dir}")
-    with queue_turn(QUEUE_ROOT.expanduser(), run_dir, record["nodes"]) as turn:
+    with queue_turn(QUEUE_ROOT.expanduser(), run_dir, record["nodes"], bool(record.get("beside"))) as turn:
         if not turn:
             update_job_file(run_dir, state="cancelled", ended_at=time.time())
             return 0
@@ -448,12 +460,13 @@ def ahead_of(queue: Path, ticket: Path, nodes: set[str]) -> list[Path]:
 
 
 @contextlib.contextmanager
-def queue_turn(queue: Path, run_dir: Path, nodes: list[str]) -> Iterator[bool]:
-    """Wait until no job submitted before this one on any of its nodes is left; False when the job was cancelled
-    while it waited. The ticket stays until the job has ended, so the jobs after it wait for that."""
+def queue_turn(queue: Path, run_dir: Path, nodes: list[str], beside: bool = False) -> Iterator[bool]:
+    """Wait until no job submitted before this one on any of its nodes is left (``beside``: no wait, the job runs
+    beside them); False when the job was cancelled while it waited. The ticket stays until the job has ended, so the
+    jobs after it wait for that."""
     ticket = ticket_of(queue, run_dir) or enqueue(queue, run_dir, nodes)
     try:
-        while ahead_of(queue, ticket, set(nodes)):
+        while not beside and ahead_of(queue, ticket, set(nodes)):
             if (run_dir / CANCEL_FILE).exists():
                 yield False
                 return

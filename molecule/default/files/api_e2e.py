@@ -8,6 +8,8 @@
 3. submit() twice at once: each returns within 2 s, the second waits (queued) until the first has ended, the first's
    logs(follow=True) yield rank lines while it trains, its status moves through queued, provisioning, running,
    succeeded, both succeed and list_runs() shows both.
+   A job submitted beside a running one (``beside=True``, other ports) runs while it does and both succeed; one
+   beside it on its port is refused with nothing changed.
 4. A job whose follower and ansible-playbook were killed (SIGKILL) mid-training is taken over from a new process
    (``multinode-training attach``): it succeeds, every epoch recorded once.
    A job whose submitting process, follower and ansible-playbook were killed mid-training is cancelled from a new
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import multinode_training as mt
-from multinode_training.jobs import FINAL_STATES
+from multinode_training.jobs import FINAL_STATES, read_job_file
 
 
 def check(condition: bool, message: str) -> None:
@@ -110,6 +112,38 @@ def checked(inventory: str, runs: Path) -> dict[str, Any]:
     check(all(isinstance(values.get("gflops"), float) for values in health.nodes.values()), f"figures: {health.nodes}")
     check(health.path.parent.parent == runs.resolve() and health.page.is_file(), f"where: {health.path}, {health.page}")
     return {"checked": health.status, "gflops": {node: values["gflops"] for node, values in health.nodes.items()}}
+
+
+def rank_span(run_dir: Path) -> tuple[float, float]:
+    """When the job's first rank started and its last rank ended (the rank wrappers' records)."""
+    statuses = [json.loads(path.read_text()) for path in run_dir.glob("nodes/*/status/rank-*.json")]
+    return min(float(status["started"]) for status in statuses), max(float(status["ended"]) for status in statuses)
+
+
+def ran_beside(inventory: str, runs: Path) -> dict[str, Any]:
+    """A job submitted beside a running one (other ports) runs at the same time and both succeed; one on the running
+    job's port is refused before any node changes."""
+    first = mt.submit(inventory, extravars={"launcher_job_id": "molecule-first", "launcher_script_args": ["--epochs", "40"]},
+                      runs_dir=runs, provision=False)
+    next(line for line in first.logs(follow=True) if '"epoch": 2,' in line)
+    beside = mt.submit(inventory, provision=False, beside=True, runs_dir=runs, extravars={
+        "launcher_job_id": "molecule-beside", "launcher_type": "mpiexec", "launcher_master_port": 29510,
+        "launcher_rdzv_port": 29410, "launcher_script_args": ["--epochs", "10"]})
+    clash = mt.submit(inventory, provision=False, beside=True, runs_dir=runs,
+                      extravars={"launcher_job_id": "molecule-clash", "launcher_script_args": ["--epochs", "2"]})
+    try:
+        clash.wait(timeout=300)
+        check(False, "a job beside on the running job's port was not refused")
+    except mt.JobError as error:
+        check("29500 already in use" in str(error), f"the port clash: {error}")
+    clash_counts = (read_job_file(clash.run_dir) or {}).get("task_counts") or {}
+    check(all(not counts.get("changed") for counts in clash_counts.values()), f"the refused job changed: {clash_counts}")
+    runs_of = {job.id: job.wait(timeout=600) for job in (first, beside)}
+    check(all(run.status == "succeeded" for run in runs_of.values()), f"beside: {[(i, r.status) for i, r in runs_of.items()]}")
+    (first_start, first_end), (beside_start, beside_end) = rank_span(first.run_dir), rank_span(beside.run_dir)
+    overlap_s = round(min(first_end, beside_end) - max(first_start, beside_start), 2)
+    check(overlap_s > 0, f"the job beside did not run while the first did: {overlap_s} s")
+    return {"beside_overlap_s": overlap_s}
 
 
 def abandon(job: mt.Job) -> None:
@@ -233,6 +267,7 @@ def main() -> None:
     found = {
         **planned_then_trained(inventory, runs),
         **submitted_pair(inventory, runs),
+        **ran_beside(inventory, runs),
         **abandoned_then_taken_over(inventory, runs),
         **orphaned_then_cancelled(inventory, runs),
         # A cancelled job removes the worker containers: verify_api.yml then checks none is left.

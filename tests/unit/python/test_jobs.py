@@ -356,6 +356,33 @@ def test_a_job_for_a_provisioned_cluster_runs_launch_yml_only(cluster: dict[str,
     assert "Launch, wait, collect" in stdout and "Judge every input" not in stdout
 
 
+def test_a_job_beside_does_not_wait_and_the_next_one_waits_for_it(cluster: dict[str, Path]) -> None:
+    first = submitted(cluster, "job-1", hold=6)
+    wait_for(first, "running")
+    beside = submit(
+        cluster["inventory"],
+        extravars={"launcher_job_id": "job-beside", "hold": 4},
+        runs_dir=cluster["runs"],
+        collection_dir=cluster["collection"],
+        provision=False,
+        beside=True,
+    )
+    after = submitted(cluster, "job-after", hold=0)
+    wait_for(beside, "running")
+    assert first.status() == "running", "the job beside runs while the first does"
+    assert json.loads((beside.run_dir / "job.json").read_text())["extravars"]["launcher_beside"] is True
+    assert after.status() == "queued"
+    assert all(job.wait(timeout=60).status == "succeeded" for job in (first, beside, after))
+    assert read_started(after) >= max(read_ended(first), read_ended(beside))
+
+
+def test_a_job_beside_with_provisioning_is_refused_creating_nothing(cluster: dict[str, Path]) -> None:
+    with pytest.raises(InvalidJobError, match="beside=True runs the job only"):
+        submit(cluster["inventory"], extravars={"launcher_job_id": "job-x"}, runs_dir=cluster["runs"],
+               collection_dir=cluster["collection"], beside=True)
+    assert not (cluster["runs"] / "job-x").exists()
+
+
 def orphaned_run(tmp_path: Path, pid: int) -> Path:
     """A run whose ansible-playbook (``pid``) followed a job on localhost, as the run_start action records it."""
     run_dir = tmp_path / "runs" / "job-orphan"

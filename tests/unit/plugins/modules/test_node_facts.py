@@ -152,8 +152,27 @@ def test_jobs_dir_finds_the_jobs_whose_scripts_run(run_module, ip_route, node_fa
     for pid, arguments in processes.items():
         (root / "proc" / pid).mkdir(parents=True)
         (root / "proc" / pid / "cmdline").write_bytes(b"".join(argument.encode() + b"\0" for argument in arguments))
+    # Job b's rank 0 ended, its rank 1 runs, its rank 2 is being recorded (half written).
+    status = root / jobs.lstrip("/") / "20261127-b" / "status"
+    status.mkdir(parents=True)
+    (status / "rank-0.json").write_text('{"rank": 0, "started": 1.0, "ended": 2.0, "code": 0}')
+    (status / "rank-1.json").write_text('{"rank": 1, "started": 1.0}')
+    (status / "rank-2.json").write_text('{"rank": 2, "sta')
+    # 29500 listens on IPv4 (0x733C), 22 on IPv6 (0x16); 41000 is an established connection.
+    (root / "proc" / "net").mkdir(parents=True)
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    (root / "proc" / "net" / "tcp").write_text(
+        header
+        + "   0: 0B4D1EAC:733C 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1 1\n"
+        + "   1: 0B4D1EAC:A028 0C4D1EAC:733C 01 00000000:00000000 00:00000000 00000000  1000        0 2 1\n"
+    )
+    (root / "proc" / "net" / "tcp6").write_text(
+        header + "   0: 00000000000000000000000000000000:0016 00000000000000000000000000000000:0000 0A 0 0 0 0 0 3 1\n"
+    )
     node = run_module(node_facts.main, sysfs_root=str(root), jobs_dir=jobs + "/")["ansible_facts"]["multinode_node"]
     assert node["running_jobs"] == {"20261127-a": ["launch.sh"], "20261127-b": ["rank.sh"]}
+    assert node["running_ranks"] == {"20261127-a": 0, "20261127-b": 2}
+    assert node["listening_ports"] == [22, 29500]
 
 
 def test_without_jobs_dir_no_process_is_read(run_module, ip_route, node_facts_root):
