@@ -156,8 +156,11 @@ class Translator:
         return []
 
     def _ahead(self, phase: str | None) -> bool:
+        """Whether ``phase`` comes after the current one; a restarted attempt trains again after its collection."""
         if phase is None:
             return False
+        if (self.phase, phase) == ("collect", "train"):
+            return True
         return self.phase is None or PHASE_ORDER.index(phase) > PHASE_ORDER.index(self.phase)
 
     def _enter(self, phase: str | None) -> list[Record]:

@@ -65,6 +65,23 @@ def test_phases_move_forward_with_the_counts_of_the_phase_that_ended() -> None:
     assert translate.totals() == {"node1": {"ok": 2, "changed": 1}, "node2": {"skipped": 1}}
 
 
+def test_a_restarted_attempt_trains_again_after_its_collection() -> None:
+    # The restart policy relaunches the job: the next attempt's run_container.yml follows attempt 1's collect.yml.
+    translate = Translator()
+    stream = [
+        play("Cluster facts"),
+        task("Run the job", "/c/roles/launcher/tasks/run_container.yml:20"),
+        task("Collect", "/c/roles/launcher/tasks/collect.yml:5"),
+        task("Restart the worker", "/c/roles/workers/tasks/main.yml:3"),
+        task("Run the job", "/c/roles/launcher/tasks/run_container.yml:20"),
+        task("Collect", "/c/roles/launcher/tasks/collect.yml:5"),
+    ]
+    records = [record for event in stream for record in translate(event)]
+    assert [record.phase for record in records if isinstance(record, PhaseChanged)] == [
+        "launch", "train", "collect", "train", "collect"
+    ]
+
+
 def test_failures_carry_the_reason_unless_ignored() -> None:
     translate = Translator()
     failed = result("runner_on_failed", "node2", "Check", msg="cluster_ssh_port: 70000 is not allowed")
