@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Benchmark: a warm submit to the provisioned 3-node sim cluster (issue 28), beside ``ansible-playbook launch.yml``.
 
-The same short job (the collection's example, ``--epochs 3``) is run --runs times (default 3) each of three ways,
+The same short job (the collection's example, ``--epochs 3``) is run --runs times (default 3) each of four ways,
 taken in turn:
 
 - ``launch.yml``: ``ansible-playbook playbooks/launch.yml`` (the warm path until now), through the harness;
+- ``launch.yml (mpiexec)``: the same with ``launcher_type=mpiexec``, whose own start and wind-down are short;
 - ``submit (launch.yml)``: ``multinode_training.submit(..., provision=False)``: the job only, its drift check kept;
 - ``submit (train.yml)``: ``multinode_training.submit(...)``: provisioning's fast path (a check per node), the job.
 
@@ -38,12 +39,14 @@ RESULTS_JSON, RESULTS_MD, LOG_DIR = playbook_runs.result_files(NAME)
 INVENTORY = playbook_runs.SIM_INVENTORY
 RUNS_DIR = playbook_runs.RUNS_DIR
 JOB_ARGS = ["--epochs", "3"]
-WAYS = ("launch.yml", "submit (launch.yml)", "submit (train.yml)")
+WAYS = ("launch.yml", "launch.yml (mpiexec)", "submit (launch.yml)", "submit (train.yml)")
+# The launcher of each way: the example's own (torchrun), or mpiexec, whose start and wind-down are short.
+MPIEXEC_WAYS = ("launch.yml (mpiexec)",)
 MEASURES = ("submit_return_s", "ranks_started_s", "wall_s", "train_s", "overhead_s", "launcher_own_s", "collection_s")
 
 
 def job_id(way: str, index: int) -> str:
-    slug = {"launch.yml": "cli", "submit (launch.yml)": "warm", "submit (train.yml)": "full"}[way]
+    slug = {"launch.yml": "cli", "launch.yml (mpiexec)": "mpi", "submit (launch.yml)": "warm", "submit (train.yml)": "full"}[way]
     return f"submitbench-{slug}-{datetime.datetime.now(datetime.UTC):%H%M%S}-{index}"
 
 
@@ -94,13 +97,14 @@ def measured(run_dir: Path, asked_at: float, ended_at: float, submit_return_s: f
     }
 
 
-def cli_run(index: int) -> dict[str, Any]:
-    job = job_id("launch.yml", index)
+def cli_run(way: str, index: int) -> dict[str, Any]:
+    job = job_id(way, index)
+    launcher = {"launcher_type": "mpiexec"} if way in MPIEXEC_WAYS else {}
     asked_at = time.time()
     step = playbook_runs.run_playbook(
-        f"cli-{index}",
+        f"{job}",
         "playbooks/launch.yml",
-        {"launcher_job_id": job, "launcher_script_args": JOB_ARGS},
+        {"launcher_job_id": job, "launcher_script_args": JOB_ARGS, **launcher},
         inventory=str(INVENTORY),
         log_dir=LOG_DIR,
     )
@@ -160,7 +164,8 @@ def report(results: list[dict[str, Any]]) -> str:
         " started (the ranks' own `started` records), and the whole job's overhead: its wall time (to the end of"
         " the playbook; for `submit()` the follower's `ended_at`) minus its training time, split into the"
         " launcher's own part (its launch script's start to its exit, less the training: torchrun's agents import"
-        " torch before they spawn a rank, and wind down after the last one ends) and the collection's."
+        " torch before they spawn a rank, and wind down after the last one ends) and the collection's. The"
+        " example's launcher is torchrun; `launch.yml (mpiexec)` is the same job under mpiexec."
     )
     return "\n".join(["### A warm submit (3-node sim cluster)", "", intro, "", *rows]) + "\n"
 
@@ -173,7 +178,7 @@ def main() -> None:
     results = []
     for index in range(1, args.runs + 1):
         for way in WAYS:
-            result = cli_run(index) if way == "launch.yml" else submit_run(way, index)
+            result = cli_run(way, index) if way.startswith("launch.yml") else submit_run(way, index)
             result["way"] = way
             print(json.dumps(result), flush=True)
             results.append(result)
