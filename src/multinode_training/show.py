@@ -6,6 +6,7 @@ import datetime
 import io
 from typing import Any
 
+from multinode_training.api import FOLLOWING_FILE
 from multinode_training.jobs import Job, read_job_file
 
 LIST_COLUMNS = ("run", "status", "launcher", "world", "submitted", "took")
@@ -16,7 +17,10 @@ def describe(job: Job) -> str:
     summary = job.summary
     if summary is None:
         record = read_job_file(job.run_dir) or {}
-        lines = [f"run {job.id}: {job.status()}", f"  directory:        {job.run_dir}"]
+        status = job.status()
+        lines = [f"run {job.id}: {status}", f"  directory:        {job.run_dir}"]
+        if status in ("lost", "cancelled") and (job.run_dir / FOLLOWING_FILE).exists():
+            lines.append(f"  nobody follows it: `multinode-training attach {job.run_dir}` collects it")
         return "\n".join(lines + [f"  failure: {reason}" for reason in record.get("failures") or []])
     phases = ", ".join(
         f"{name} {'n/a' if seconds is None else f'{seconds}s'}" for name, seconds in summary["phases"].items()

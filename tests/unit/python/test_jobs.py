@@ -430,8 +430,12 @@ def test_a_job_nobody_follows_is_stopped_on_its_launcher_node_then_collected(
     assert job.summary is not None and job.summary["status"] == "cancelled"
 
 
-def test_a_job_nobody_follows_is_taken_over_to_its_summary(tmp_path: Path, stand_in: Path) -> None:
+def test_a_job_nobody_follows_is_taken_over_to_its_summary(
+    tmp_path: Path, stand_in: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = orphaned_run(tmp_path, gone_pid())
+    assert main(["show", str(run_dir)]) == 0
+    assert f"nobody follows it: `multinode-training attach {run_dir}` collects it" in capsys.readouterr().out
     run = Job.load(run_dir).attach()
     assert (run.status, run.dir) == ("succeeded", run_dir)
     assert Job.load(run_dir).status() == "succeeded"
