@@ -38,6 +38,7 @@ RUN_BY: dict[str, tuple[str, str]] = {
     "multinode-training logs -f latest": ("tests/unit/python/test_jobs.py", 'main(["logs", "-f"'),
     "multinode-training cancel latest": ("tests/unit/python/test_jobs.py", 'main(["cancel"'),
     "multinode-training cancel runs/<id>": ("molecule/default/files/api_e2e.py", '"multinode-training"), "cancel", str(job.run_dir)'),
+    "multinode-training attach": ("molecule/default/files/api_e2e.py", '"multinode-training"), "attach", str(job.run_dir)'),
     "multinode-training attach runs/<id>": ("molecule/default/files/api_e2e.py", '"multinode-training"), "attach", str(job.run_dir)'),
     "multinode-training submit": ("tests/unit/python/test_jobs.py", 'main(["submit"'),
     "ansible all -i inventory -m ansible.builtin.ping": ("tests/unit/test_readme_commands.py", "def test_the_troubleshooting_ping_runs"),
