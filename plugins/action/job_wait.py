@@ -18,7 +18,8 @@ from ansible_collections.multinode.training.plugins.module_utils.stragglers impo
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
-    CANCEL_FILE, Follower, append_record, following_of, keep_follow_state, recorded_follow_state, show, write_following,
+    CANCEL_FILE, FOLLOWING_FILE, Follower, append_record, following_of, keep_follow_state, read_json_object,
+    recorded_follow_state, show, write_following,
 )
 
 display = Display()
@@ -86,7 +87,10 @@ class ActionModule(ActionBase):
         except ValueError as error:
             raise AnsibleActionFail(str(error)) from error
         launcher_host = str(task_vars.get("inventory_hostname", ""))
-        write_following(run_dir, following_of(launcher_host, args["job_dir"], task_vars, self._play_context.become))
+        # The job's own extra variables, as its first follower recorded them.
+        recorded = read_json_object(run_dir / FOLLOWING_FILE).get("extra_vars") or {}
+        following = following_of(launcher_host, args["job_dir"], task_vars, self._play_context.become, recorded)
+        write_following(run_dir, following)
         return dict(state["handover"]), {str(name): int(offset) for name, offset in (state.get("offsets") or {}).items()}
 
     def _follow(  # pylint: disable=too-many-arguments,too-many-positional-arguments

@@ -8,6 +8,7 @@ from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.multinode.training.plugins.module_utils.prune import keep_error
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import following_of, start_run_dir, write_following
@@ -36,7 +37,10 @@ class ActionModule(ActionBase):
         run_dir = Path(args["runs_dir"]) / args["job_id"]
         changes = start_run_dir(Path(args["runs_dir"]), args["job_id"], args["keep"])
         if args["launcher_host"] and args["job_dir"]:
-            following = following_of(args["launcher_host"], args["job_dir"], task_vars or {}, self._play_context.become)
+            following = following_of(
+                args["launcher_host"], args["job_dir"], task_vars or {}, self._play_context.become,
+                load_extra_vars(self._loader),
+            )
             write_following(run_dir, following)
         result.update(changed=bool(changes), changes=changes, run_dir=str(run_dir))
         return result

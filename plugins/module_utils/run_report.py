@@ -515,12 +515,13 @@ def _judge_scheduler(summary: dict[str, Any]) -> None:
         summary["status"] = "failed"
 
 
-def write_json(path: Path, data: dict[str, Any] | list[Any]) -> None:
-    """Write ``data`` to ``path`` whole (a temporary file renamed over it), readable by all."""
+def write_json(path: Path, data: dict[str, Any] | list[Any], mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` whole (a temporary file renamed over it), with ``mode`` (readable by all unless
+    told otherwise)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")
     with os.fdopen(fd, "w") as handle:
         json.dump(data, handle, indent=2, sort_keys=True)
         handle.write("\n")
-    os.chmod(tmp, 0o644)
+    os.chmod(tmp, mode)
     os.replace(tmp, path)

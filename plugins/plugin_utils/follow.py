@@ -176,6 +176,15 @@ def keep_follow_state(run_dir: Path, handover: Mapping[str, Any], offsets: Mappi
     write_json(run_dir / FOLLOW_STATE, {"handover": dict(handover), "offsets": dict(offsets)})
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; empty when there is none or it is not one."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def recorded_follow_state(run_dir: Path) -> dict[str, Any]:
     """FOLLOW_STATE as the job's last follower left it; ValueError when there is none (the job never started)."""
     try:
@@ -187,12 +196,17 @@ def recorded_follow_state(run_dir: Path) -> dict[str, Any]:
     return state
 
 
-def following_of(launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool) -> dict[str, Any]:
-    """What FOLLOWING_FILE records besides the follower's process: the inventory and configuration this
-    ansible-playbook runs with, whether its play becomes another user, and the job's node and directory."""
+def following_of(  # pylint: disable=too-many-arguments,too-many-positional-arguments
+    launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool, extra_vars: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What FOLLOWING_FILE records besides the follower's process: the inventory, configuration and extra variables
+    the job's ansible-playbook ran with (a process that takes the job over runs with the same), whether its play
+    becomes another user, and the job's node and directory."""
     return {
         "inventory": [str(source) for source in task_vars.get("ansible_inventory_sources") or []],
         "ansible_config": str(task_vars.get("ansible_config_file") or ""),
+        # As JSON keeps them (a date of a YAML -e file becomes its text).
+        "extra_vars": json.loads(json.dumps(dict(extra_vars), default=str)),
         "become": bool(become),
         "launcher_host": launcher_host,
         "job_dir": job_dir,
@@ -203,7 +217,8 @@ def write_following(run_dir: Path, following: Mapping[str, Any]) -> None:
     """FOLLOWING_FILE: who follows the job (``pid``: this ansible-playbook's process, the parent of the worker
     running the action), the inventory and configuration it runs with, whether its play becomes another user, and
     the job's launcher node and directory."""
-    write_json(run_dir / FOLLOWING_FILE, {**following, "pid": os.getppid()})
+    # The extra variables may hold secrets: only the owner reads it.
+    write_json(run_dir / FOLLOWING_FILE, {**following, "pid": os.getppid()}, mode=0o600)
 
 
 def append_record(run_dir: Path, record: dict[str, Any]) -> None:

@@ -398,6 +398,8 @@ def stop_on_launcher_node(run_dir: Path) -> None:
             host_pattern=following["launcher_host"],
             module="ansible.builtin.file",
             module_args=f"path={stop_file} state=touch mode=0644",
+            # How the job's own run reached its nodes (ansible_user, a port given with -e).
+            extravars=dict(following.get("extra_vars") or {}),
             cmdline="--become" if following.get("become") else None,
             envvars=env,
             quiet=True,

@@ -262,8 +262,11 @@ class Job:
 
 
 def take_over(run_dir: Path, following: Mapping[str, Any], collection: Path) -> Run:
-    """Run playbooks/attach.yml for the job of ``run_dir`` over the inventory and configuration ``following`` (its
-    following.json) records, this process following it (job.json of a submitted job says so); its Run."""
+    """Run playbooks/attach.yml for the job of ``run_dir`` over the inventory, configuration and extra variables
+    ``following`` (its following.json) records, this process following it (job.json of a submitted job says so); its
+    Run. The launcher's own variables are left out: the job's handover (follow.json) sets them as the job ran."""
+    given = following.get("extra_vars") or {}
+    extravars = {name: value for name, value in given.items() if not str(name).startswith("launcher_")}
     submitted = read_job_file(run_dir) is not None
     if submitted:
         (run_dir / FOLLOWER_PID).write_text(f"{os.getpid()}\n")
@@ -278,7 +281,7 @@ def take_over(run_dir: Path, following: Mapping[str, Any], collection: Path) -> 
     runner = session.run(
         "attach.yml",
         [str(source) for source in following["inventory"]],
-        {"launcher_job_id": run_dir.name, "launcher_runs_dir": str(run_dir.parent)},
+        {**extravars, "launcher_job_id": run_dir.name, "launcher_runs_dir": str(run_dir.parent)},
         check=False,
         collection_dir=collection,
         artifacts_dir=run_dir / RUNNER_DIR,

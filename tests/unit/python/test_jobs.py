@@ -444,6 +444,18 @@ def test_a_job_nobody_follows_is_taken_over_to_its_summary(
     assert Job.load(run_dir).attach().status == "succeeded"
 
 
+def test_a_take_over_runs_with_the_job_s_own_extra_variables_but_the_launcher_s(tmp_path: Path, stand_in: Path) -> None:
+    run_dir = orphaned_run(tmp_path, gone_pid())
+    following = json.loads((run_dir / "following.json").read_text())
+    following["extra_vars"] = {"cluster_runtime": "host", "launcher_max_restarts": 3}
+    (run_dir / "following.json").write_text(json.dumps(following))
+    (stand_in / "playbooks" / "attach.yml").write_text(
+        textwrap.dedent(ATTACH).replace("not (refuse_attach | default(false) | bool)",
+                                        "cluster_runtime == 'host' and launcher_max_restarts is not defined")
+    )
+    assert Job.load(run_dir).attach().status == "succeeded"
+
+
 def test_a_submitted_job_taken_over_says_how_it_ended(tmp_path: Path, stand_in: Path) -> None:
     run_dir = orphaned_run(tmp_path, gone_pid())
     jobs.write_job_file(run_dir, {"job_id": run_dir.name, "state": "running", "submitted_at": time.time()})

@@ -99,6 +99,7 @@ def test_a_take_over_reads_on_from_the_recorded_offsets_and_becomes_the_follower
 ) -> None:
     recorded = {"node1.log": 120, "launcher.log": 40}
     keep_follow_state(tmp_path, HANDOVER, recorded)
+    (tmp_path / FOLLOWING_FILE).write_text(json.dumps({"pid": 1, "extra_vars": {"cluster_runtime": "host"}}))
     follow(action, tmp_path, resume=True, handover={"vars": {"launcher_type": "torchrun"}})
     assert node.asked[0]["offsets"] == recorded
     # The handover recorded by the job's own launch is kept, not the one of the run taking it over.
@@ -106,6 +107,7 @@ def test_a_take_over_reads_on_from_the_recorded_offsets_and_becomes_the_follower
     following = json.loads((tmp_path / FOLLOWING_FILE).read_text())
     assert following["pid"] == os.getppid()
     assert following["launcher_host"] == "node1" and following["job_dir"] == JOB_DIR
+    assert following["extra_vars"] == {"cluster_runtime": "host"}, "the job's own, kept for whoever comes next"
 
 
 def test_a_take_over_without_a_follow_state_names_it_and_writes_nothing(

@@ -12,13 +12,16 @@ from ansible_collections.multinode.training.plugins.plugin_utils.follow import f
 
 def test_following_names_this_playbook_the_inventory_and_the_jobs_node(tmp_path: Path) -> None:
     task_vars = {"ansible_inventory_sources": ["/srv/inventory/hosts.yml"], "ansible_config_file": "/srv/ansible.cfg"}
-    write_following(tmp_path, following_of("node1", "/opt/multinode/lab/work/jobs/job-1", task_vars, True))
+    extra_vars = {"cluster_runtime": "host", "launcher_script_args": ["--epochs", "3"]}
+    write_following(tmp_path, following_of("node1", "/opt/multinode/lab/work/jobs/job-1", task_vars, True, extra_vars))
     assert json.loads((tmp_path / "following.json").read_text()) == {
         "pid": os.getppid(),
         "inventory": ["/srv/inventory/hosts.yml"],
         "ansible_config": "/srv/ansible.cfg",
+        "extra_vars": {"cluster_runtime": "host", "launcher_script_args": ["--epochs", "3"]},
         "become": True,
         "launcher_host": "node1",
         "job_dir": "/opt/multinode/lab/work/jobs/job-1",
     }
     assert not list(tmp_path.glob(".following.json*")), "written atomically, nothing left behind"
+    assert (tmp_path / "following.json").stat().st_mode & 0o777 == 0o600, "the extra variables: its owner's only"
