@@ -18,7 +18,7 @@ from ansible_collections.multinode.training.plugins.module_utils.stragglers impo
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
-    CANCEL_FILE, FOLLOWING_FILE, Follower, append_record, following_of, keep_follow_state, read_json_object,
+    CANCEL_FILE, FOLLOWING_FILE, Follower, append_record, following_of, keep_handover, keep_offsets, read_json_object,
     recorded_follow_state, show, write_following,
 )
 
@@ -61,9 +61,8 @@ class ActionModule(ActionBase):
             straggler_watch=StragglerWatch(margin=args["straggler_margin"], after=args["straggler_after"]),
         )
         cancel_file = Path(args["cancel_file"] or run_dir / CANCEL_FILE)
-        handover, offsets = self._taken_over(args, run_dir, task_vars or {}) if args["resume"] else (args["handover"], {})
-        keep_follow_state(run_dir, handover, offsets)
-        ended_by, cancelled, offsets, stall = self._follow(args, follower, cancel_file, handover, offsets, task_vars or {})
+        offsets = self._starting_offsets(args, run_dir, task_vars or {})
+        ended_by, cancelled, offsets, stall = self._follow(args, follower, cancel_file, offsets, task_vars or {})
         result.update(
             changed=False,
             ended_by=ended_by,
@@ -78,10 +77,17 @@ class ActionModule(ActionBase):
         )
         return result
 
-    def _taken_over(
-        self, args: dict[str, Any], run_dir: Path, task_vars: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, int]]:
-        """resume: the handover and offsets the job's last follower left; this process becomes its follower."""
+    def _starting_offsets(self, args: dict[str, Any], run_dir: Path, task_vars: dict[str, Any]) -> dict[str, int]:
+        """Where the job's logs are read from: a new attempt keeps its handover and starts at their beginning; a
+        take-over (resume) reads on from where the last follower stopped."""
+        if args["resume"]:
+            return self._taken_over(args, run_dir, task_vars)
+        keep_handover(run_dir, args["handover"])
+        return {}
+
+    def _taken_over(self, args: dict[str, Any], run_dir: Path, task_vars: dict[str, Any]) -> dict[str, int]:
+        """resume: the offsets the job's last follower left (its handover stays as it is); this process becomes its
+        follower."""
         try:
             state = recorded_follow_state(run_dir)
         except ValueError as error:
@@ -91,15 +97,15 @@ class ActionModule(ActionBase):
         recorded = read_json_object(run_dir / FOLLOWING_FILE).get("extra_vars") or {}
         following = following_of(launcher_host, args["job_dir"], task_vars, self._play_context.become, recorded)
         write_following(run_dir, following)
-        return dict(state["handover"]), {str(name): int(offset) for name, offset in (state.get("offsets") or {}).items()}
+        return dict(state["offsets"])
 
     def _follow(  # pylint: disable=too-many-arguments,too-many-positional-arguments
-        self, args: dict[str, Any], follower: Follower, cancel_file: Path, handover: dict[str, Any],
-        offsets: dict[str, int], task_vars: dict[str, Any],
+        self, args: dict[str, Any], follower: Follower, cancel_file: Path, offsets: dict[str, int],
+        task_vars: dict[str, Any],
     ) -> tuple[str, bool, dict[str, int], Stall | None]:
         """Poll from ``offsets`` until the launch script logged its exit (or, with until=ranks_succeeded, every rank
-        ended with 0), its process or container is gone, or time is up; the offsets read so far are kept with the
-        handover after each read. How it ended, whether it was cancelled, the logs' offsets, the stall that stopped
+        ended with 0), its process or container is gone, or time is up; the offsets read so far are kept after each
+        read that found new text. How it ended, whether it was cancelled, the logs' offsets, the stall that stopped
         it."""
         deadline = time.monotonic() + args["timeout"]
         # Ansible's worker runs this in a session of its own: it outlives an ansible-playbook that was killed, and
@@ -123,7 +129,7 @@ class ActionModule(ActionBase):
             show(follower, status["chunks"])
             if status["offsets"] != offsets:
                 offsets = dict(status["offsets"])
-                keep_follow_state(follower.run_dir, handover, offsets)
+                keep_offsets(follower.run_dir, offsets)
             if not cancelled and stall is None:
                 stall = follower.watchdog.stalled(time.monotonic())
                 if stall is not None:

@@ -118,16 +118,16 @@ options:
     description:
       - What a later process needs to take over following the job when this one has gone (the job's own settings
         as the launch resolved them; playbooks/attach.yml).
-      - Kept in C(follow.json) in O(run_dir) with the offsets the job's logs were read to, rewritten after each read
-        that found new text.
+      - Kept in C(follow.json) in O(run_dir) as the attempt starts; the offsets the job's logs were read to are kept
+        beside it in C(follow-offsets.json), rewritten after each read that found new text.
     type: dict
     default: {}
   resume:
     description:
-      - Take over a job whose follower has gone. Its logs are read on from the offsets C(follow.json) recorded (what
-        was read before is neither shown nor recorded again), the handover recorded there is kept (O(handover) is
-        not used), and this ansible-playbook becomes the job's follower in C(following.json), so that a cancel asked
-        for now reaches it.
+      - Take over a job whose follower has gone. Its logs are read on from the offsets C(follow-offsets.json)
+        recorded (what was read before is neither shown nor recorded again), the handover in C(follow.json) is kept
+        (O(handover) is not used), and this ansible-playbook becomes the job's follower in C(following.json), so
+        that a cancel asked for now reaches it.
       - Fails when O(run_dir) has no C(follow.json), as the job was never followed on its nodes.
     type: bool
     default: false

@@ -39,13 +39,17 @@ CANCEL_FILE = "cancel"
 # for when that process has gone reaches the launcher node itself (multinode_training.api.cancel).
 FOLLOWING_FILE = "following.json"
 # What a process that takes over a job nobody follows any more needs (playbooks/attach.yml): the job's own settings
-# as its launch resolved them (job_wait's handover) and how far its follower had read the job's logs.
+# as its launch resolved them (job_wait's handover, written once per attempt) and how far its follower had read the
+# job's logs (rewritten after each read, so kept apart from the handover, whose size grows with the nodes).
 FOLLOW_STATE = "follow.json"
+FOLLOW_OFFSETS = "follow-offsets.json"
 LATEST = "latest"
 # Earlier attempts of a restarted job: attempts/<n>/ holds each one's collected nodes/, stall.json and summary.json.
 ATTEMPTS_DIR = "attempts"
 # What an earlier run of the same job id left that would mislead watch, train() or job_wait.
-STALE_FILES = (LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE, STRAGGLERS_FILE, FOLLOW_STATE)
+STALE_FILES = (
+    LIVE_LOG, PROGRESS_FILE, CANCEL_FILE, SUMMARY_FILE, STALL_FILE, STRAGGLERS_FILE, FOLLOW_STATE, FOLLOW_OFFSETS
+)
 # What job_collect unpacked for an earlier run of the same id: the new run's collection must not merge into it.
 COLLECTED_DIR = "nodes"
 # At most this much of each collected log is read after following on the node stopped.
@@ -171,9 +175,15 @@ class Follower:
             )
 
 
-def keep_follow_state(run_dir: Path, handover: Mapping[str, Any], offsets: Mapping[str, int]) -> None:
-    """FOLLOW_STATE: the job's handover and the offsets its logs were read to (after what they held was shown)."""
-    write_json(run_dir / FOLLOW_STATE, {"handover": dict(handover), "offsets": dict(offsets)})
+def keep_handover(run_dir: Path, handover: Mapping[str, Any]) -> None:
+    """FOLLOW_STATE: the job's handover, as its attempt starts (no log of it read yet)."""
+    write_json(run_dir / FOLLOW_STATE, {"handover": dict(handover)})
+    keep_offsets(run_dir, {})
+
+
+def keep_offsets(run_dir: Path, offsets: Mapping[str, int]) -> None:
+    """FOLLOW_OFFSETS: the offsets the job's logs were read to (after what they held was shown)."""
+    write_json(run_dir / FOLLOW_OFFSETS, {"offsets": dict(offsets)})
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
@@ -186,14 +196,13 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 
 def recorded_follow_state(run_dir: Path) -> dict[str, Any]:
-    """FOLLOW_STATE as the job's last follower left it; ValueError when there is none (the job never started)."""
-    try:
-        state = json.loads((run_dir / FOLLOW_STATE).read_text())
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{run_dir}: no {FOLLOW_STATE} ({error}): the job was never followed on its nodes") from error
-    if not isinstance(state, dict) or not isinstance(state.get("handover"), dict):
-        raise ValueError(f"{run_dir / FOLLOW_STATE}: not a follow state")
-    return state
+    """The handover and offsets the job's last follower left; ValueError when there is no handover (the job was
+    never followed on its nodes)."""
+    handover = read_json_object(run_dir / FOLLOW_STATE).get("handover")
+    if not isinstance(handover, dict):
+        raise ValueError(f"{run_dir}: no {FOLLOW_STATE} with a handover: the job was never followed on its nodes")
+    offsets = read_json_object(run_dir / FOLLOW_OFFSETS).get("offsets") or {}
+    return {"handover": handover, "offsets": {str(name): int(offset) for name, offset in offsets.items()}}
 
 
 def following_of(  # pylint: disable=too-many-arguments,too-many-positional-arguments

@@ -43,6 +43,7 @@ FOLLOWER_PID = "follower.pid"
 FOLLOWING_FILE = "following.json"
 # What a process taking over a job nobody follows needs: the job's own settings and how far its logs were read.
 FOLLOW_STATE = "follow.json"
+FOLLOW_OFFSETS = "follow-offsets.json"
 # What makes a directory a run: any of these in it.
 RUN_MARKERS = (JOB_FILE, SUMMARY_FILE, PROGRESS_FILE, LIVE_LOG, RUNNER_DIR)
 COLLECTION_PARTS = ("ansible_collections", "multinode", "training")
@@ -182,7 +183,11 @@ class _Session:
         stays in ``artifacts_dir`` when given. ``ansible_config`` (else the collection's ansible.cfg) configures it."""
         config = collection_dir / "ansible.cfg"
         env = runner_env(ansible_config or (config if config.exists() else None))
-        sources = [str(Path(source).resolve()) for source in inventory] if isinstance(inventory, list) else None
+        sources = (
+            [str(Path(source).resolve()) for source in inventory]
+            if isinstance(inventory, list)
+            else str(Path(inventory).resolve())
+        )
         if artifacts_dir is not None:
             artifacts_dir.mkdir(parents=True, exist_ok=True)
         with _private_data_dir(artifacts_dir) as private:
@@ -190,7 +195,7 @@ class _Session:
                 private_data_dir=private,
                 project_dir=str(collection_dir),
                 playbook=f"playbooks/{playbook}",
-                inventory=sources or str(Path(cast(str, inventory)).resolve()),
+                inventory=sources,
                 extravars=dict(extravars),
                 envvars=env,
                 cmdline="--check" if check else None,

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from multinode_training.api import (
     CANCEL_FILE,
+    FOLLOW_OFFSETS,
     FOLLOW_STATE,
     FOLLOWER_PID,
     FOLLOWING_FILE,
@@ -121,7 +122,8 @@ def submit(
     nodes = inventory_nodes(inventory_path, collection)
     run_dir.mkdir(parents=True, exist_ok=True)
     # An earlier run of the same id must not answer for this one (the launcher clears the rest when the job starts).
-    for stale in (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE, FOLLOWING_FILE, FOLLOW_STATE):
+    stale_files = (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE, FOLLOWING_FILE, FOLLOW_STATE, FOLLOW_OFFSETS)
+    for stale in stale_files:
         (run_dir / stale).unlink(missing_ok=True)
     write_job_file(
         run_dir,

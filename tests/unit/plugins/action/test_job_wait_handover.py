@@ -20,7 +20,9 @@ from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
     FOLLOWING_FILE,
     PROGRESS_FILE,
     Follower,
-    keep_follow_state,
+    keep_handover,
+    keep_offsets,
+    recorded_follow_state,
 )
 
 HANDOVER = {"vars": {"launcher_type": "mpiexec", "launcher_world_size": 2}, "runtime": "container"}
@@ -77,19 +79,17 @@ def node(monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
 
 def follow(action: job_wait.ActionModule, run_dir: Path, **args: Any) -> tuple[str, bool, dict[str, int], Any]:
     wanted = {**ARGS, **args}
-    handover, offsets = (
-        action._taken_over(wanted, run_dir, TASK_VARS) if wanted["resume"] else (wanted["handover"], {})
-    )
+    offsets = action._starting_offsets(wanted, run_dir, TASK_VARS)
     follower = Follower(run_dir=run_dir, world_size=2)
-    return action._follow(wanted, follower, run_dir / "cancel", handover, offsets, TASK_VARS)
+    return action._follow(wanted, follower, run_dir / "cancel", offsets, TASK_VARS)
 
 
-def test_the_offsets_read_are_kept_with_the_handover_after_each_read(
+def test_the_handover_is_kept_and_the_offsets_read_after_each_read(
     action: job_wait.ActionModule, node: Node, tmp_path: Path
 ) -> None:
     ended_by, _, offsets, _ = follow(action, tmp_path)
     assert ended_by == "launcher_exit"
-    state = json.loads((tmp_path / FOLLOW_STATE).read_text())
+    state = recorded_follow_state(tmp_path)
     assert state == {"handover": HANDOVER, "offsets": offsets}
     assert offsets == node.offsets
 
@@ -98,7 +98,8 @@ def test_a_take_over_reads_on_from_the_recorded_offsets_and_becomes_the_follower
     action: job_wait.ActionModule, node: Node, tmp_path: Path
 ) -> None:
     recorded = {"node1.log": 120, "launcher.log": 40}
-    keep_follow_state(tmp_path, HANDOVER, recorded)
+    keep_handover(tmp_path, HANDOVER)
+    keep_offsets(tmp_path, recorded)
     (tmp_path / FOLLOWING_FILE).write_text(json.dumps({"pid": 1, "extra_vars": {"cluster_runtime": "host"}}))
     follow(action, tmp_path, resume=True, handover={"vars": {"launcher_type": "torchrun"}})
     assert node.asked[0]["offsets"] == recorded
@@ -129,4 +130,4 @@ def test_a_worker_whose_playbook_has_gone_stops_without_writing(
         follow(action, tmp_path)
     assert len(node.asked) == 1
     assert not (tmp_path / PROGRESS_FILE).exists()
-    assert not (tmp_path / FOLLOW_STATE).exists()
+    assert recorded_follow_state(tmp_path)["offsets"] == {}, "no read recorded after its playbook had gone"
