@@ -9,7 +9,9 @@ node:
 
 1. checks, in parallel, that every node accepts the cluster's SSH (a changed
    host key, a refused or unreachable node stop the job before any rank starts;
-   each node's answer is kept in ``logs/ssh-<node>.log``);
+   each node's answer is kept in ``logs/ssh-<node>.log``) and, when the script
+   was started while the nodes were still being set up for it (``ReadyCheck``),
+   waits in the same SSH session for each node's set-up of this launch;
 2. copies the paths to stage (the checkpoint to resume from) from the launcher
    node to every other node that lacks them;
 3. starts the launcher: one agent per node over SSH (torchrun's, or the node's
@@ -30,7 +32,8 @@ import json
 import posixpath
 import re
 import shlex
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY, LaunchError, LaunchSpec, build
@@ -51,6 +54,17 @@ _NODE_CODE_FIELDS = r', \"node\": \"$1\", \"code\": $code'
 _STALLED_FIELD = r', \"reason\": \"a rank stalled (the watchdog)\"'
 
 
+@dataclass(frozen=True)
+class ReadyCheck:
+    """Each node's set-up of a launch writes that launch's token to ``path`` last, the launcher node's before the launch
+    starts; the launch waits up to ``timeout`` seconds on every node for the token its own node holds (the launch
+    started in the same module run as the launcher node's own set-up, while the other nodes were still being set up).
+    """
+
+    path: str
+    timeout: int
+
+
 def render_launch_script(
     spec: LaunchSpec,
     *,
@@ -58,13 +72,15 @@ def render_launch_script(
     work_dir: str,
     env_script: str = "",
     stage_paths: Sequence[str] = (),
+    ready: Optional[ReadyCheck] = None,
 ) -> str:
     """The complete launch script for ``spec``, run from the launcher node.
 
     ``job_dir`` holds the job's ``logs/`` directory, ``work_dir`` is the working
     directory of the launcher and of every torchrun agent. ``env_script``, when
     given, is sourced first by the script and by every torchrun agent's remote
-    shell. ``stage_paths`` (absolute files or directories on the launcher node)
+    shell. ``ready``, when given, makes the SSH check wait for each node's
+    set-up of this launch. ``stage_paths`` (absolute files or directories on the launcher node)
     are copied to the same path on every other node that lacks them. Raises
     LaunchError when ``build(spec)`` does or a host name is unusable.
     """
@@ -78,7 +94,7 @@ def render_launch_script(
         body = _slurm_body(argvs, job_dir, work_dir, names, spec.job_id)
     else:
         body = _single_launcher_body(spec, argvs[0])
-    lines = _preamble(spec, job_dir, work_dir, env_script) + [""] + _ssh_check(spec, names, ssh)
+    lines = _preamble(spec, job_dir, work_dir, env_script) + [""] + _ssh_check(spec, names, ssh, ready)
     if stage_paths:
         lines += [""] + _staging(spec, names, ssh, stage_paths)
     return "\n".join(lines + [""] + body) + "\n"
@@ -127,11 +143,34 @@ def _preamble(spec: LaunchSpec, job_dir: str, work_dir: str, env_script: str) ->
     ]
 
 
-def _ssh_check(spec: LaunchSpec, names: list[str], ssh: str) -> list[str]:
+def _ready_wait(ready: Optional[ReadyCheck]) -> str:
+    """The remote command of the SSH check: nothing, or a wait (in the node's own shell) until the node holds the
+    launcher node's token ($ready_token, passed as the remote script's $1)."""
+    if ready is None:
+        return "true"
+    tries = ready.timeout * 5
+    wait = (
+        f'i=0; while [ "$(cat {shlex.quote(ready.path)} 2>/dev/null)" != "$1" ]; do'
+        f' if [ "$i" -ge {tries} ]; then echo "{events.NOT_READY_TEXT} within {ready.timeout} s" >&2; exit {events.NOT_READY_CODE}; fi;'
+        " i=$((i + 1)); sleep 0.2; done"
+    )
+    return shlex.quote(shlex.join(["sh", "-c", wait, "ready"])) + ' "$ready_token"'
+
+
+def _ready_token(ready: Optional[ReadyCheck]) -> list[str]:
+    """The launcher node's own token, read when the script starts (its set-up wrote it just before)."""
+    if ready is None:
+        return []
+    return [f"ready_token=$(cat {shlex.quote(ready.path)} 2>/dev/null)"]
+
+
+def _ssh_check(spec: LaunchSpec, names: list[str], ssh: str, ready: Optional[ReadyCheck]) -> list[str]:
+    what = " and have finished its set-up for this launch" if ready else ""
     lines = [
-        "# Every node must accept the cluster's SSH before any rank starts; each answer in $logs/ssh-<node>.log.",
+        f"# Every node must accept the cluster's SSH{what} before any rank starts; each answer in $logs/ssh-<node>.log.",
+        *_ready_token(ready),
         "declare -A checks",
-        f"check() {{ {ssh} \"$2\" true >\"$logs/ssh-$1.log\" 2>&1 </dev/null; local code=$?;"
+        f"check() {{ {ssh} \"$2\" {_ready_wait(ready)} >\"$logs/ssh-$1.log\" 2>&1 </dev/null; local code=$?;"
         f' {_event(events.SSH_CHECK, _NODE_CODE_FIELDS)}; return "$code"; }}',
     ]
     for host, name in zip(spec.hosts, names):

@@ -151,6 +151,8 @@ _SSH_FAILURES = (
     ("closed by remote host", "connection lost (closed by the node)", CONNECTION),
     ("Connection reset", "connection lost (reset)", CONNECTION),
     ("Broken pipe", "connection lost (broken pipe)", CONNECTION),
+    # The wait for the node's set-up of this launch (the launch started with the launcher node's own set-up).
+    (kinds.NOT_READY_TEXT, "the job's set-up there did not finish in time (the play names the error on this node)", LAUNCHER),
 )
 
 

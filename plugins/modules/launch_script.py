@@ -62,6 +62,20 @@ options:
     type: list
     elements: path
     default: []
+  wait_ready:
+    description:
+      - Makes the script wait, in its SSH check of each host, until C(<job_dir>/ready) there holds the token the
+        launcher node's own C(<job_dir>/ready) holds when the script starts (at most O(ready_timeout) seconds; then
+        that check exits 3 and no rank starts). The multinode.training.rank_wrapper module writes the token last
+        when it sets a node up for a launch (O(multinode.training.rank_wrapper#module:ready_token)), so the launch can
+        start while the other nodes are still being set up.
+      - V(false), the check only asks each host for the cluster's SSH.
+    type: bool
+    default: false
+  ready_timeout:
+    description: Seconds the SSH check waits on each host with O(wait_ready=true).
+    type: int
+    default: 60
   placeholders:
     description:
       - Values for the placeholders C({job_id}), C({output_dir}), C({checkpoint_dir}), C({resume_from}),
@@ -360,132 +374,12 @@ hostfile_dialect:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import docker_api
-from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
-from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
-    DIALECTS,
-    HOSTS_ARGUMENT_SPEC,
-    normalize_hosts,
-    render_hostfile,
-)
-from ansible_collections.multinode.training.plugins.module_utils.launch import (
-    DEEPSPEED_LAUNCHERS,
-    HOROVOD_CONTROLLERS,
-    IPEXRUN_LEGACY,
-    LAUNCHERS,
-    RDZV_BACKENDS,
-    LaunchSpec,
-    build,
-    hostfile_dialect,
-)
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
-from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
-
-HOSTFILE_MODE = "0640"
-CONTAINER_OPTIONS = dict(
-    name=dict(type="str", required=True),
-    image=dict(type="str", required=True),
-    command=dict(type="list", elements="str", required=True),
-    user=dict(type="str", default=""),
-    working_dir=dict(type="str", default=""),
-    volumes=dict(type="list", elements="str", default=[]),
-    devices=dict(type="list", elements="path", default=[]),
-    groups=dict(type="list", elements="str", default=[]),
-    labels=dict(type="dict", default={}),
-    docker_socket=dict(type="path", default="/var/run/docker.sock"),
-)
-
-# LaunchSpec's fields, as module options with the dataclass's defaults.
-SPEC_OPTIONS = dict(
-    launcher=dict(type="str", required=True, choices=list(LAUNCHERS)),
-    hosts=HOSTS_ARGUMENT_SPEC,
-    launcher_address=dict(type="str", required=True),
-    iface=dict(type="str", required=True),
-    hostfile_path=dict(type="str", required=True),
-    ssh_port=dict(type="int", required=True),
-    job_id=dict(type="str", required=True),
-    command=dict(type="list", elements="str", required=True),
-    omp_num_threads=dict(type="int", required=True),
-    env=dict(type="dict", default={}),
-    rdzv=dict(type="str", choices=list(RDZV_BACKENDS), default="c10d"),
-    rdzv_port=dict(type="int", default=29400),
-    master_port=dict(type="int", default=29500),
-    elastic_min=dict(type="int"),
-    elastic_max=dict(type="int"),
-    max_restarts=dict(type="int", default=0),
-    ipex_version=dict(type="str", default="2.8"),
-    horovod_controller=dict(type="str", choices=list(HOROVOD_CONTROLLERS), default="gloo"),
-    deepspeed_launcher=dict(type="str", choices=list(DEEPSPEED_LAUNCHERS), default="pdsh"),
-)
-
-
-def launch_spec(params: dict) -> LaunchSpec:
-    """The LaunchSpec the module's parameters describe; HostfileError if a host is invalid."""
-    values = {name: params[name] for name in SPEC_OPTIONS}
-    values["hosts"] = normalize_hosts(params["hosts"])
-    values["env"] = {str(name): str(value) for name, value in params["env"].items()}
-    unknown = sorted(set(params["placeholders"]) - set(PLACEHOLDERS))
-    if unknown:
-        raise ValueError(f"unknown placeholders {', '.join(unknown)}; known: {', '.join(PLACEHOLDERS)}")
-    placeholders = {name: str(params["placeholders"].get(name, "")) for name in PLACEHOLDERS}
-    values["command"] = expand_placeholders(params["command"], placeholders)
-    return LaunchSpec(**values)
+from ansible_collections.multinode.training.plugins.module_utils.launch_files import LAUNCH_OPTIONS, launch
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            job_dir=dict(type="path", required=True),
-            work_dir=dict(type="path", required=True),
-            env_script=dict(type="path", default=""),
-            stage_paths=dict(type="list", elements="path", default=[]),
-            placeholders=dict(type="dict", default={}),
-            hostfile_dialect=dict(type="str", choices=["auto", *DIALECTS]),
-            container=dict(type="dict", options=CONTAINER_OPTIONS),
-            **SPEC_OPTIONS,
-        ),
-        add_file_common_args=True,
-        supports_check_mode=True,
-    )
-    path = module.params["path"]
-    if module.params["launcher"] == "ipexrun":
-        module.warn(IPEXRUN_LEGACY)
-    try:
-        spec = launch_spec(module.params)
-        argvs = build(spec)
-        content = render_launch_script(
-            spec,
-            job_dir=module.params["job_dir"],
-            work_dir=module.params["work_dir"],
-            env_script=module.params["env_script"],
-            stage_paths=module.params["stage_paths"],
-        )
-        dialect = module.params["hostfile_dialect"]
-        dialect = hostfile_dialect(spec.launcher) if dialect == "auto" else dialect
-        hostfile = render_hostfile(spec.hosts, dialect) if dialect else None
-    except ValueError as exc:  # LaunchError and HostfileError included
-        module.fail_json(msg=str(exc))
-
-    result = dict(path=path, content=content, argvs=argvs, **ensure_content(module, path, content))
-    if hostfile is not None:
-        result.update(hostfile=hostfile, hostfile_dialect=dialect)
-        hostfile_args = {**module.params, "path": module.params["hostfile_path"], "mode": HOSTFILE_MODE}
-        written = ensure_content(module, module.params["hostfile_path"], hostfile, hostfile_args)
-        result["changed"] = result["changed"] or written["changed"]
-    container = module.params["container"]
-    if container and not module.check_mode:
-        result.update(changed=True, container_id=start_container(module, container))
-    module.exit_json(**result)
-
-
-def start_container(module: AnsibleModule, container: dict) -> str:
-    """Start the written script in its launcher container; its id."""
-    config = docker_api.launcher_config(**{name: container[name] for name in CONTAINER_OPTIONS if name not in ("name", "docker_socket")})
-    try:
-        return docker_api.start_container(container["name"], config, container["docker_socket"])
-    except OSError as exc:
-        module.fail_json(msg=f"the launch script is written, but its container did not start: {exc}")
+    module = AnsibleModule(argument_spec=LAUNCH_OPTIONS, add_file_common_args=True, supports_check_mode=True)
+    module.exit_json(**launch(module, module.params, module.params))
 
 
 if __name__ == "__main__":

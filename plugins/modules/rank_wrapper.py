@@ -146,6 +146,24 @@ options:
         multinode.training.job_wait reads them).
     type: int
     default: 0
+  ready_token:
+    description:
+      - Written last to C(<job_dir>/ready), once the node is set up (letters, digits, C(.), C(_) and C(-)). A launch
+        script written with multinode.training.launch_script's
+        O(multinode.training.launch_script#module:wait_ready=true) waits on every node before any rank starts until
+        it holds the token of the launcher node, whose set-up wrote its own before the launch. Empty, nothing is
+        written.
+    type: str
+    default: ""
+  launch:
+    description:
+      - On the launcher node, launch the job in the same module run, once this node is set up. The value holds the
+        options of multinode.training.launch_script (checked as that module checks them), whose launch script and hostfile get
+        this module's O(owner) and O(group), the script also its O(mode). With C(container) the launcher container
+        starts here, so the job starts one module run sooner; give every node's set-up the same O(ready_token) and
+        the launch C(wait_ready=true), so that the script waits for every other node's set-up.
+      - Omitted, nothing is launched.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -164,6 +182,24 @@ EXAMPLES = r"""
     env:
       OMP_NUM_THREADS: "16"
       GLOO_SOCKET_IFNAME: eth1
+    owner: "1000"
+    group: "1000"
+    mode: "0750"
+
+- name: Set up job-1 on every node, and launch it from node1 as soon as node1 is set up
+  multinode.training.rank_wrapper:
+    path: /opt/multinode/lab/work/jobs/job-1/rank.sh
+    node: "{{ inventory_hostname }}"
+    node_index: "{{ ansible_play_hosts_all.index(inventory_hostname) }}"
+    slots: 1
+    master_addr: 10.0.0.11
+    job_id: job-1
+    job_dir: /opt/multinode/lab/work/jobs/job-1
+    work_dir: /opt/multinode/lab/work/jobs/job-1/work
+    output_dir: /opt/multinode/lab/work/jobs/job-1/outputs
+    checkpoint_dir: /opt/multinode/lab/work/jobs/job-1/checkpoints
+    ready_token: job-1-attempt-1-20261128T0243
+    launch: "{{ job1_launch if inventory_hostname == 'node1' else omit }}"
     owner: "1000"
     group: "1000"
     mode: "0750"
@@ -192,26 +228,37 @@ content:
   returned: always
   type: str
   sample: "#!/bin/bash\n..."
+launch:
+  description:
+    - The launch's result, as multinode.training.launch_script returns it (C(path), C(content), C(argvs), C(hostfile),
+      C(hostfile_dialect), C(container_id)).
+  returned: when O(launch) is given
+  type: dict
+  sample: {"path": "/opt/multinode/lab/work/jobs/job-1/launch.sh", "hostfile_dialect": "intelmpi", "container_id": "4f1c..."}
 """
 
 import grp
 import inspect
 import os
 import pwd
+import re
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import job_files, rank_exit_guard
+from ansible_collections.multinode.training.plugins.module_utils import events, job_files, launch_files, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.launch import TRAINING_BACKENDS
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
-    ContractError,
     JobPaths,
     NodeDefaults,
     exit_guard_dir,
     render_rank_wrapper,
 )
+
+
+# The token is passed as a word to each node's shell by the launch script's SSH check.
+READY_TOKEN = re.compile(r"[A-Za-z0-9._-]*")
 
 
 def main() -> None:
@@ -239,6 +286,8 @@ def main() -> None:
             restart=dict(type="bool", default=False),
             stack_dump_after=dict(type="int", default=0),
             python_path=dict(type="list", elements="path", default=[]),
+            ready_token=dict(type="str", default="", no_log=False),
+            launch=dict(type="dict"),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -258,13 +307,30 @@ def main() -> None:
             node, job, env, env_script=params["env_script"], backend=params["backend"],
             stack_dump_after=params["stack_dump_after"], python_path=params["python_path"],
         )
-    except ContractError as exc:
+        if not READY_TOKEN.fullmatch(params["ready_token"]):
+            raise ValueError(f"ready_token {params['ready_token']!r}: only letters, digits, '.', '_' and '-'")
+        launch = launch_files.validated_launch_options(params["launch"]) if params["launch"] else None
+    except ValueError as exc:  # ContractError included
         module.fail_json(msg=str(exc))
     cleared, created = set_up_job(module)
     written = ensure_content(module, params["path"], content)
     guard = write_exit_guard(module)
-    changed = written["changed"] or guard["changed"] or bool(created) or bool(cleared)
-    module.exit_json(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
+    ready = write_ready_token(module)
+    changed = written["changed"] or guard["changed"] or ready["changed"] or bool(created) or bool(cleared)
+    result = dict(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
+    if launch is not None:
+        result["launch"] = launch_files.launch(module, launch, params)
+        result["changed"] = result["changed"] or result["launch"]["changed"]
+    module.exit_json(**result)
+
+
+def write_ready_token(module: AnsibleModule) -> dict[str, Any]:
+    """The launch's token in ``<job_dir>/ready``, written last (nothing without ``ready_token``)."""
+    token = module.params["ready_token"]
+    if not token:
+        return {"changed": False}
+    ready_path = os.path.join(module.params["job_dir"], events.READY_FILE)
+    return ensure_content(module, ready_path, token + "\n", {**module.params, "path": ready_path, "mode": "0640"})
 
 
 def write_exit_guard(module: AnsibleModule) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     LaunchSpec,
     build,
 )
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import render_launch_script
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import ReadyCheck, render_launch_script
 from ansible_collections.multinode.training.plugins.module_utils.run_report import parse_events
 
 HOSTS = [
@@ -243,6 +243,49 @@ def test_a_refused_ssh_check_stops_the_job_before_any_rank(tmp_path):
     assert {(e["node"], e["code"]) for e in events if e["event"] == "ssh_check"} == {("node1", 0), ("node9", 255)}
     assert "Host key verification failed." in (logs / "ssh-node9.log").read_text()
     assert not (logs / "node1.log").exists(), "an agent started although a node refused SSH"
+
+
+def ready_files(tmp_path: Path, tokens: dict[str, str]) -> None:
+    """The launcher node's own ready file (the job directory) and each address's (the fake ssh's per-address copy)."""
+    for where, token in tokens.items():
+        job_dir = tmp_path / ("job" if where == "launcher" else f"job-{where}")
+        job_dir.mkdir(parents=True, exist_ok=True)
+        (job_dir / "ready").write_text(token + "\n")
+
+
+def test_the_launch_waits_for_each_nodes_set_up_of_this_launch(tmp_path):
+    ready = ReadyCheck(path=str(tmp_path / "job" / "ready"), timeout=20)
+    # node2 still holds an earlier run's token; its set-up writes this launch's a second later.
+    ready_files(tmp_path, {"launcher": "job-1-1-b", "10.0.0.1": "job-1-1-b", "10.0.0.2": "job-1-1-a", "10.0.0.3": "job-1-1-b"})
+    late = subprocess.Popen(["bash", "-c", f"sleep 1; echo job-1-1-b >{tmp_path / 'job-10.0.0.2' / 'ready'}"])
+    try:
+        code, logs, seconds = run_script(tmp_path, render_in(tmp_path, {}, ready=ready), "torchrun")
+    finally:
+        late.wait()
+
+    assert code == 3  # the fake agent of 10.0.0.2 fails: every agent started
+    events = parse_events((logs / "launcher.log").read_text())
+    checks = {event["node"]: event for event in events if event["event"] == "ssh_check"}
+    assert {node: event["code"] for node, event in checks.items()} == {"node1": 0, "node2": 0, "node3": 0}
+    assert checks["node2"]["time"] - events[0]["time"] >= 0.9, "node2's check did not wait for its set-up"
+    assert seconds < 10
+
+
+def test_a_node_whose_set_up_does_not_finish_stops_the_launch_before_any_rank(tmp_path):
+    ready = ReadyCheck(path=str(tmp_path / "job" / "ready"), timeout=1)
+    ready_files(tmp_path, {"launcher": "job-1-2-b", "10.0.0.1": "job-1-2-b", "10.0.0.3": "job-1-2-b"})
+    code, logs, _ = run_script(tmp_path, render_in(tmp_path, {}, ready=ready), "torchrun")
+
+    assert code == 255
+    events = parse_events((logs / "launcher.log").read_text())
+    assert {(e["node"], e["code"]) for e in events if e["event"] == "ssh_check"} == {("node1", 0), ("node2", 3), ("node3", 0)}
+    assert "the job's set-up on this node did not finish within 1 s" in (logs / "ssh-node2.log").read_text()
+    assert not (logs / "node1.log").exists(), "an agent started although a node was not set up"
+
+
+def test_without_a_ready_check_the_ssh_check_asks_only_for_ssh():
+    assert "ready" not in render()
+    assert "ready_token=$(cat /work/jobs/job-1/ready" in render_launch_script(SPEC, **DIRS, ready=ReadyCheck("/work/jobs/job-1/ready", 60))
 
 
 def test_stages_the_checkpoint_to_the_nodes_that_lack_it(tmp_path):

@@ -948,6 +948,14 @@ def test_an_ssh_check_failure_is_ssh_trust_or_connection(ssh_log: str, kind: str
     assert summary_of(records, launcher_exit_code=1)["root_cause_kind"] == kind
 
 
+def test_a_node_whose_set_up_did_not_finish_is_named_as_such() -> None:
+    events = [LAUNCH, {"event": "ssh_check", "node": "node2", "code": 3, "time": T0 + 60}]
+    records = RunRecords(launcher_events=events, ssh_logs={"node2": "the job's set-up on this node did not finish within 60 s\n"})
+    summary = summary_of(records, launcher_exit_code=255)
+    assert summary["failure_reasons"][0].startswith("node2: the job's set-up there did not finish in time")
+    assert summary["root_cause_kind"] == "launcher"
+
+
 @pytest.mark.parametrize(("agent_log", "kind"), [("Host key verification failed.\n", "ssh_trust"), ("Broken pipe\n", "connection")])
 def test_a_lost_agent_connection_is_ssh_trust_or_connection(agent_log: str, kind: str) -> None:
     records = make_records(rank_status(1, code=None), launcher_events=[LAUNCH, node_exit("node2", 255, T0 + 9)], agent_logs={"node2": agent_log})

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import HostEntry, HostfileError, normalize_hosts, render_hostfile
+from ansible_collections.multinode.training.plugins.module_utils import launch_files
 from ansible_collections.multinode.training.plugins.module_utils.launch import LaunchSpec, build
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import SSH_MULTIPLEXING, render_launch_script
 from ansible_collections.multinode.training.plugins.modules import launch_script
@@ -46,8 +47,8 @@ def run(run_module, path, **changes):
 
 def test_options_mirror_launch_spec():
     fields = {field.name: field for field in dataclasses.fields(LaunchSpec)}
-    assert list(launch_script.SPEC_OPTIONS) == list(fields)
-    for name, option in launch_script.SPEC_OPTIONS.items():
+    assert list(launch_files.SPEC_OPTIONS) == list(fields)
+    for name, option in launch_files.SPEC_OPTIONS.items():
         default = fields[name].default
         if fields[name].default_factory is not dataclasses.MISSING:
             default = fields[name].default_factory()

@@ -56,3 +56,67 @@ def test_the_exit_guard_is_written_beside_the_wrapper_and_first_on_the_ranks_pyt
     assert f'export PYTHONPATH={guard.parent}"${{PYTHONPATH:+:$PYTHONPATH}}"' in result["content"]
     again = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")))
     assert not again["changed"]
+
+
+def launch_options(job_dir: Path, **changes: object) -> dict[str, object]:
+    """What the launcher role passes as ``launch`` (launch_script's options), for a mpiexec job of 2 nodes."""
+    return {
+        "path": str(job_dir / "launch.sh"),
+        "job_dir": str(job_dir),
+        "work_dir": str(job_dir / "work"),
+        "launcher": "mpiexec",
+        "hosts": [{"name": "node1", "address": "10.0.0.1", "slots": 1}, {"name": "node2", "address": "10.0.0.2", "slots": 1}],
+        "launcher_address": "10.0.0.1",
+        "iface": "eth1",
+        "hostfile_path": str(job_dir / "hostfile"),
+        "hostfile_dialect": "auto",
+        "ssh_port": 2222,
+        "job_id": "job-1",
+        "command": ["bash", str(job_dir / "rank.sh"), "python3", "train.py"],
+        "omp_num_threads": 4,
+        "wait_ready": True,
+        **changes,
+    }
+
+
+def test_the_launcher_nodes_set_up_writes_its_token_then_the_launch_in_one_run(tmp_path: Path, run_module) -> None:
+    job_dir = tmp_path / "job"
+    result = run_module(
+        rank_wrapper.main,
+        **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh"), directories=[str(job_dir)]),
+        ready_token="job-1-1-20261128T024301",
+        launch=launch_options(job_dir),
+        mode="0750",
+    )
+    assert (job_dir / "ready").read_text() == "job-1-1-20261128T024301\n"
+    assert (job_dir / "ready").stat().st_mode & 0o777 == 0o640
+    launch = result["launch"]
+    assert (job_dir / "launch.sh").read_text() == launch["content"]
+    assert (job_dir / "launch.sh").stat().st_mode & 0o777 == 0o750
+    assert (job_dir / "hostfile").read_text() == launch["hostfile"] and launch["hostfile_dialect"] == "intelmpi"
+    assert (job_dir / "hostfile").stat().st_mode & 0o777 == 0o640
+    assert f"ready_token=$(cat {job_dir / 'ready'}" in launch["content"]
+    assert "container_id" not in launch and result["changed"]
+
+
+def test_a_worker_writes_its_token_and_launches_nothing(tmp_path: Path, run_module) -> None:
+    result = run_module(rank_wrapper.main, **args(tmp_path), ready_token="job-1-1-x")
+    assert (tmp_path / "ready").read_text() == "job-1-1-x\n"
+    assert "launch" not in result and not (tmp_path / "launch.sh").exists()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"ready_token": "job 1; rm -rf /"}, "ready_token 'job 1; rm -rf /': only letters, digits"),
+        ({"launch": {"path": "/x/launch.sh"}}, "missing required arguments"),
+        ({"launch": {"launcher": "srun-ish"}}, "value of launcher must be one of"),
+    ],
+)
+def test_a_bad_token_or_launch_is_refused_before_anything_is_written(tmp_path: Path, run_module, changes: dict, message: str) -> None:
+    job_dir = tmp_path / "job"
+    if "launch" in changes and "path" not in changes["launch"]:
+        changes = {"launch": launch_options(job_dir, **changes["launch"])}
+    result = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")), **changes)
+    assert result["failed"] and message in result["msg"]
+    assert not job_dir.exists(), "the node was set up although the module failed"
