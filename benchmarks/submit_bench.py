@@ -9,6 +9,10 @@ taken in turn:
 - ``submit (launch.yml)``: ``multinode_training.submit(..., provision=False)``: the job only, its drift check kept;
 - ``submit (train.yml)``: ``multinode_training.submit(...)``: provisioning's fast path (a check per node), the job.
 
+And, taken in the same turns, Ansible's own floor: ``benchmarks/ansible_floor.yml``, no job, only ansible-playbook's
+start, four waves of the lightest module on every node (the fewest module runs a checked job needs) and a summary;
+its wall time is what no playbook-driven job can go below on this machine, before any launcher starts a rank.
+
 Measured from the moment the job was asked for (the harness starting ansible-playbook, the call to submit()):
 how long submit() took to return; when every rank had started (the ``started`` records of progress.jsonl, which
 the rank wrappers time on the nodes); and the whole job's overhead: its wall time (to the playbook's end; for
@@ -42,6 +46,7 @@ JOB_ARGS = ["--epochs", "3"]
 WAYS = ("launch.yml", "launch.yml (mpiexec)", "submit (launch.yml)", "submit (train.yml)")
 # The launcher of each way: the example's own (torchrun), or mpiexec, whose start and wind-down are short.
 MPIEXEC_WAYS = ("launch.yml (mpiexec)",)
+FLOOR_PLAYBOOK = "benchmarks/ansible_floor.yml"
 MEASURES = ("submit_return_s", "ranks_started_s", "wall_s", "train_s", "overhead_s", "launcher_own_s", "collection_s")
 
 
@@ -130,12 +135,20 @@ def submit_run(way: str, index: int) -> dict[str, Any]:
     return measured(job.run_dir, asked_at, ended_at, returned_s)
 
 
+def floor_run(index: int) -> float:
+    """The wall time of ansible_floor.yml on the sim cluster (seconds)."""
+    step = playbook_runs.run_playbook(f"ansible-floor-{index}", FLOOR_PLAYBOOK, {}, inventory=str(INVENTORY), log_dir=LOG_DIR)
+    if not step.ok:
+        raise SystemExit(f"{FLOOR_PLAYBOOK} run {index} failed (rc {step.rc}): {step.error}")
+    return round(step.wall_s, 2)
+
+
 def median(values: list[Any], digits: int = 2) -> float | None:
     present = [value for value in values if value is not None]
     return round(statistics.median(present), digits) if present else None
 
 
-def report(results: list[dict[str, Any]]) -> str:
+def report(results: list[dict[str, Any]], floors: list[float]) -> str:
     columns = " | ".join(f"`{way}`" for way in WAYS)
     rows = [f"| median of {{runs}} | {columns} |", "|---|" + "---:|" * len(WAYS)]
     labels = {
@@ -167,7 +180,12 @@ def report(results: list[dict[str, Any]]) -> str:
         " torch before they spawn a rank, and wind down after the last one ends) and the collection's. The"
         " example's launcher is torchrun; `launch.yml (mpiexec)` is the same job under mpiexec."
     )
-    return "\n".join(["### A warm submit (3-node sim cluster)", "", intro, "", *rows]) + "\n"
+    floor = (
+        f"Ansible's own floor, in the same turns: `{FLOOR_PLAYBOOK}` (no job: ansible-playbook's start, four module"
+        f" runs of `ansible.builtin.ping` on each node one wave after another, a summary) took {median(floors)} s"
+        f" (median of {len(floors)}: {', '.join(map(str, floors))})."
+    )
+    return "\n".join(["### A warm submit (3-node sim cluster)", "", intro, "", *rows, "", floor]) + "\n"
 
 
 def main() -> None:
@@ -176,13 +194,16 @@ def main() -> None:
     args = parser.parse_args()
     playbook_runs.become_subreaper()
     results = []
+    floors = []
     for index in range(1, args.runs + 1):
+        floors.append(floor_run(index))
+        print(json.dumps({"way": "ansible floor", "wall_s": floors[-1]}), flush=True)
         for way in WAYS:
             result = cli_run(way, index) if way.startswith("launch.yml") else submit_run(way, index)
             result["way"] = way
             print(json.dumps(result), flush=True)
             results.append(result)
-    playbook_runs.write_results({"results": results}, RESULTS_JSON, RESULTS_MD, report(results))
+    playbook_runs.write_results({"results": results, "floor_wall_s": floors}, RESULTS_JSON, RESULTS_MD, report(results, floors))
     print(RESULTS_MD.read_text())
 
 
