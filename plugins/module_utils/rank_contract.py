@@ -204,6 +204,8 @@ def render_rank_wrapper(
     lines += _exit_guard_lines(job)
     # Python buffers a pipe's output until exit: live progress needs every line as it is printed.
     lines += ['export PYTHONUNBUFFERED="${PYTHONUNBUFFERED:-1}"']
+    # A rank killed by a fault or an abort (SIGSEGV, SIGABRT, ...) leaves its Python stacks, every thread's, in its log.
+    lines += ['export PYTHONFAULTHANDLER="${PYTHONFAULTHANDLER:-1}"']
     lines += ["", "# The launch contract, from whichever launcher started this rank."]
     lines += [_contract_line(variable, node) for variable in CONTRACT]
     lines += _backend_lines(backend)

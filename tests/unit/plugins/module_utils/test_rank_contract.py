@@ -987,3 +987,13 @@ def test_the_layer_stays_first_when_the_node_env_sets_pythonpath(tmp_path: Path)
     wrapper = layer_wrapper(job, [LAYER], {**ENV, "PYTHONPATH": "/from/launcher_env"})
     env = rank_view(wrapper, TORCHRUN)[1]
     assert env["PYTHONPATH"].split(":")[:2] == [exit_guard_dir(job.job_dir), LAYER]
+
+
+def test_a_rank_that_aborts_leaves_its_python_stacks_in_its_log(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    script = "import os\ndef last_call():\n    os.abort()\nlast_call()\n"
+    result = run_rank(make_wrapper(job), TORCHRUN, sys.executable, "-c", script)
+    assert result.returncode == 128 + 6
+    log = rank_log(job).read_text()
+    assert "Fatal Python error: Aborted" in log
+    assert 'in last_call' in log, log
