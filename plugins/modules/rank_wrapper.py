@@ -167,11 +167,14 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Install the rank wrapper of job-1 on node2
+# Every node of job-1 set up at once; node1 also launches the job in the same module run (job1_launch holds
+# multinode.training.launch_script's options, with wait_ready: true), and its launch script waits on each node for
+# that node's ready token before any rank starts.
+- name: Set up job-1 on every node, and launch it from node1 as soon as node1 is set up
   multinode.training.rank_wrapper:
     path: /opt/multinode/lab/work/jobs/job-1/rank.sh
-    node: node2
-    node_index: 1
+    node: "{{ inventory_hostname }}"
+    node_index: "{{ ansible_play_hosts_all.index(inventory_hostname) }}"
     slots: 2
     master_addr: 10.0.0.11
     job_id: job-1
@@ -182,23 +185,7 @@ EXAMPLES = r"""
     env:
       OMP_NUM_THREADS: "16"
       GLOO_SOCKET_IFNAME: eth1
-    owner: "1000"
-    group: "1000"
-    mode: "0750"
-
-- name: Set up job-1 on every node, and launch it from node1 as soon as node1 is set up
-  multinode.training.rank_wrapper:
-    path: /opt/multinode/lab/work/jobs/job-1/rank.sh
-    node: "{{ inventory_hostname }}"
-    node_index: "{{ ansible_play_hosts_all.index(inventory_hostname) }}"
-    slots: 1
-    master_addr: 10.0.0.11
-    job_id: job-1
-    job_dir: /opt/multinode/lab/work/jobs/job-1
-    work_dir: /opt/multinode/lab/work/jobs/job-1/work
-    output_dir: /opt/multinode/lab/work/jobs/job-1/outputs
-    checkpoint_dir: /opt/multinode/lab/work/jobs/job-1/checkpoints
-    ready_token: job-1-attempt-1-20261128T0243
+    ready_token: job-1-1-20261128T024301
     launch: "{{ job1_launch if inventory_hostname == 'node1' else omit }}"
     owner: "1000"
     group: "1000"
