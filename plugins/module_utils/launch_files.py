@@ -10,6 +10,7 @@ a job starts one module run sooner; the launch script then waits on every node f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -118,33 +119,46 @@ def ready_check(params: dict[str, Any]) -> ReadyCheck | None:
     return ReadyCheck(path=f"{params['job_dir']}/{events.READY_FILE}", timeout=params["ready_timeout"])
 
 
-def launch(module: AnsibleModule, params: dict[str, Any], file_args: dict[str, Any]) -> dict[str, Any]:
-    """Write the launch script and the hostfile that ``params`` (the launch options) describe, with the owner and mode
-    of ``file_args`` (the module's parameters), and start the launcher container when ``params`` names one (not in
-    check mode); the launch_script module's result. Fails the module on bad options."""
+@dataclass(frozen=True)
+class RenderedLaunch:
+    """What a launch writes, rendered before anything is written: the launch script, its command lines and the
+    hostfile (none for a launcher without one) in its dialect."""
+
+    content: str
+    argvs: list[list[str]]
+    hostfile: str | None
+    dialect: str | None
+
+
+def render_launch(params: dict[str, Any]) -> RenderedLaunch:
+    """The launch script and hostfile that ``params`` (the launch options) describe; ValueError (LaunchError and
+    HostfileError included) when they describe no valid launch."""
+    spec = launch_spec(params)
+    content = render_launch_script(
+        spec,
+        job_dir=params["job_dir"],
+        work_dir=params["work_dir"],
+        env_script=params["env_script"],
+        stage_paths=params["stage_paths"],
+        ready=ready_check(params),
+    )
+    dialect = hostfile_dialect(spec.launcher) if params["hostfile_dialect"] == "auto" else params["hostfile_dialect"]
+    hostfile = render_hostfile(spec.hosts, dialect) if dialect else None
+    return RenderedLaunch(content=content, argvs=build(spec), hostfile=hostfile, dialect=dialect)
+
+
+def launch(module: AnsibleModule, params: dict[str, Any], rendered: RenderedLaunch, file_args: dict[str, Any]) -> dict[str, Any]:
+    """Write the rendered launch script and hostfile with the owner and mode of ``file_args`` (the module's
+    parameters), and start the launcher container when ``params`` names one (not in check mode); the launch_script
+    module's result."""
     if params["launcher"] == "ipexrun":
         module.warn(IPEXRUN_LEGACY)
-    try:
-        spec = launch_spec(params)
-        argvs = build(spec)
-        content = render_launch_script(
-            spec,
-            job_dir=params["job_dir"],
-            work_dir=params["work_dir"],
-            env_script=params["env_script"],
-            stage_paths=params["stage_paths"],
-            ready=ready_check(params),
-        )
-        dialect = hostfile_dialect(spec.launcher) if params["hostfile_dialect"] == "auto" else params["hostfile_dialect"]
-        hostfile = render_hostfile(spec.hosts, dialect) if dialect else None
-    except ValueError as exc:  # LaunchError and HostfileError included
-        module.fail_json(msg=str(exc))
-    result = dict(path=params["path"], content=content, argvs=argvs)
-    result.update(ensure_content(module, params["path"], content, {**file_args, "path": params["path"]}))
-    if hostfile is not None:
-        result.update(hostfile=hostfile, hostfile_dialect=dialect)
+    result = dict(path=params["path"], content=rendered.content, argvs=rendered.argvs)
+    result.update(ensure_content(module, params["path"], rendered.content, {**file_args, "path": params["path"]}))
+    if rendered.hostfile is not None:
+        result.update(hostfile=rendered.hostfile, hostfile_dialect=rendered.dialect)
         hostfile_args = {**file_args, "path": params["hostfile_path"], "mode": HOSTFILE_MODE}
-        written = ensure_content(module, params["hostfile_path"], hostfile, hostfile_args)
+        written = ensure_content(module, params["hostfile_path"], rendered.hostfile, hostfile_args)
         result["changed"] = result["changed"] or written["changed"]
     if params["container"] and not module.check_mode:
         result.update(changed=True, container_id=start_container(module, params["container"]))

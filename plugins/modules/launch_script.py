@@ -374,12 +374,16 @@ hostfile_dialect:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils.launch_files import LAUNCH_OPTIONS, launch
+from ansible_collections.multinode.training.plugins.module_utils.launch_files import LAUNCH_OPTIONS, launch, render_launch
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=LAUNCH_OPTIONS, add_file_common_args=True, supports_check_mode=True)
-    module.exit_json(**launch(module, module.params, module.params))
+    try:
+        rendered = render_launch(module.params)
+    except ValueError as exc:  # LaunchError and HostfileError included
+        module.fail_json(msg=str(exc))
+    module.exit_json(**launch(module, module.params, rendered, module.params))
 
 
 if __name__ == "__main__":

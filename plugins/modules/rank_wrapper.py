@@ -297,6 +297,8 @@ def main() -> None:
         if not READY_TOKEN.fullmatch(params["ready_token"]):
             raise ValueError(f"ready_token {params['ready_token']!r}: only letters, digits, '.', '_' and '-'")
         launch = launch_files.validated_launch_options(params["launch"]) if params["launch"] else None
+        # Rendered before the node is set up: a launch that cannot be written changes nothing here.
+        rendered = launch_files.render_launch(launch) if launch else None
     except ValueError as exc:  # ContractError included
         module.fail_json(msg=str(exc))
     cleared, created = set_up_job(module)
@@ -305,8 +307,8 @@ def main() -> None:
     ready = write_ready_token(module)
     changed = written["changed"] or guard["changed"] or ready["changed"] or bool(created) or bool(cleared)
     result = dict(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
-    if launch is not None:
-        result["launch"] = launch_files.launch(module, launch, params)
+    if launch is not None and rendered is not None:
+        result["launch"] = launch_files.launch(module, launch, rendered, params)
         result["changed"] = result["changed"] or result["launch"]["changed"]
     module.exit_json(**result)
 

@@ -120,3 +120,11 @@ def test_a_bad_token_or_launch_is_refused_before_anything_is_written(tmp_path: P
     result = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")), **changes)
     assert result["failed"] and message in result["msg"]
     assert not job_dir.exists(), "the node was set up although the module failed"
+
+
+def test_a_launch_that_cannot_be_built_is_refused_before_the_node_is_set_up(tmp_path: Path, run_module) -> None:
+    job_dir = tmp_path / "job"
+    launch = launch_options(job_dir, launcher="torchrun", elastic_min=3, elastic_max=2)
+    result = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")), launch=launch)
+    assert result["failed"] and "elastic" in result["msg"]
+    assert not job_dir.exists(), "the node was set up although its launch could not be built"
