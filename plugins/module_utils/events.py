@@ -32,11 +32,13 @@ STOP_STALLED = "stalled"
 # The launch script's process id, in the job directory (meaningful where the script runs on the host itself).
 LAUNCH_PID_FILE = "launch.pid"
 # The file each node's set-up for a launch writes last, holding that launch's token; a launch started while the nodes
-# are still being set up waits in its SSH check for it, and on a node where it does not come in time the check exits
-# NOT_READY_CODE after printing NOT_READY_TEXT to the node's SSH log.
+# are still being set up waits in its SSH check for it. A set-up that failed writes SETUP_FAILED and the token there
+# when it can. On a node where the token does not come in time, or the failure does, the check exits NOT_READY_CODE
+# after printing NOT_READY_TEXT (and why) to the node's SSH log.
 READY_FILE = "ready"
+SETUP_FAILED = "failed"
 NOT_READY_CODE = 3
-NOT_READY_TEXT = "the job's set-up on this node did not finish"
+NOT_READY_TEXT = "the job's set-up on this node"
 
 # What the rank wrapper copies to the launcher's stream (stdout, collected by torchrun's agents and the MPI
 # launchers into the launcher node's logs): every line of the rank's output behind RANK_LINE_PREFIX, one

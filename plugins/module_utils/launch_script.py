@@ -148,10 +148,11 @@ def _ready_wait(ready: Optional[ReadyCheck]) -> str:
     launcher node's token ($ready_token, passed as the remote script's $1)."""
     if ready is None:
         return "true"
-    tries = ready.timeout * 5
+    tries, not_ready = ready.timeout * 5, f"echo \"{events.NOT_READY_TEXT}"
     wait = (
-        f'i=0; while [ "$(cat {shlex.quote(ready.path)} 2>/dev/null)" != "$1" ]; do'
-        f' if [ "$i" -ge {tries} ]; then echo "{events.NOT_READY_TEXT} within {ready.timeout} s" >&2; exit {events.NOT_READY_CODE}; fi;'
+        f'i=0; while got=$(cat {shlex.quote(ready.path)} 2>/dev/null); [ "$got" != "$1" ]; do'
+        f' if [ "$got" = "{events.SETUP_FAILED} $1" ]; then {not_ready} failed\" >&2; exit {events.NOT_READY_CODE}; fi;'
+        f' if [ "$i" -ge {tries} ]; then {not_ready} did not finish within {ready.timeout} s\" >&2; exit {events.NOT_READY_CODE}; fi;'
         " i=$((i + 1)); sleep 0.2; done"
     )
     return shlex.quote(shlex.join(["sh", "-c", wait, "ready"])) + ' "$ready_token"'

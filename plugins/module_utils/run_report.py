@@ -152,7 +152,7 @@ _SSH_FAILURES = (
     ("Connection reset", "connection lost (reset)", CONNECTION),
     ("Broken pipe", "connection lost (broken pipe)", CONNECTION),
     # The wait for the node's set-up of this launch (the launch started with the launcher node's own set-up).
-    (kinds.NOT_READY_TEXT, "the job's set-up there did not finish in time (the play names the error on this node)", LAUNCHER),
+    (kinds.NOT_READY_TEXT, "the job's set-up there failed or did not finish in time (the play names the error on this node)", LAUNCHER),
 )
 
 

@@ -283,6 +283,25 @@ def test_a_node_whose_set_up_does_not_finish_stops_the_launch_before_any_rank(tm
     assert not (logs / "node1.log").exists(), "an agent started although a node was not set up"
 
 
+def test_a_node_whose_set_up_failed_stops_the_launch_at_once(tmp_path):
+    ready = ReadyCheck(path=str(tmp_path / "job" / "ready"), timeout=30)
+    ready_files(tmp_path, {"launcher": "job-1-3-b", "10.0.0.1": "job-1-3-b", "10.0.0.2": "failed job-1-3-b", "10.0.0.3": "job-1-3-b"})
+    code, logs, seconds = run_script(tmp_path, render_in(tmp_path, {}, ready=ready), "torchrun")
+
+    assert code == 255
+    assert seconds < 10, "the launch waited out its timeout for a node whose set-up had failed"
+    assert (logs / "ssh-node2.log").read_text() == "the job's set-up on this node failed\n"
+
+
+def test_an_earlier_launchs_failure_is_not_this_ones(tmp_path):
+    ready = ReadyCheck(path=str(tmp_path / "job" / "ready"), timeout=1)
+    ready_files(tmp_path, {"launcher": "job-1-4-b", "10.0.0.1": "job-1-4-b", "10.0.0.2": "failed job-1-4-a", "10.0.0.3": "job-1-4-b"})
+    code, logs, _ = run_script(tmp_path, render_in(tmp_path, {}, ready=ready), "torchrun")
+
+    assert code == 255
+    assert "did not finish within 1 s" in (logs / "ssh-node2.log").read_text()
+
+
 def test_without_a_ready_check_the_ssh_check_asks_only_for_ssh():
     assert "ready" not in render()
     assert "ready_token=$(cat /work/jobs/job-1/ready" in render_launch_script(SPEC, **DIRS, ready=ReadyCheck("/work/jobs/job-1/ready", 60))

@@ -952,7 +952,7 @@ def test_a_node_whose_set_up_did_not_finish_is_named_as_such() -> None:
     events = [LAUNCH, {"event": "ssh_check", "node": "node2", "code": 3, "time": T0 + 60}]
     records = RunRecords(launcher_events=events, ssh_logs={"node2": "the job's set-up on this node did not finish within 60 s\n"})
     summary = summary_of(records, launcher_exit_code=255)
-    assert summary["failure_reasons"][0].startswith("node2: the job's set-up there did not finish in time")
+    assert summary["failure_reasons"][0].startswith("node2: the job's set-up there failed or did not finish in time")
     assert summary["root_cause_kind"] == "launcher"
 
 
