@@ -296,9 +296,9 @@ def main() -> None:
         )
         if not READY_TOKEN.fullmatch(params["ready_token"]):
             raise ValueError(f"ready_token {params['ready_token']!r}: only letters, digits, '.', '_' and '-'")
+        # Checked and rendered before the node is set up: a launch that cannot be written changes nothing here.
         launch = launch_files.validated_launch_options(params["launch"]) if params["launch"] else None
-        # Rendered before the node is set up: a launch that cannot be written changes nothing here.
-        rendered = launch_files.render_launch(launch) if launch else None
+        planned = (launch, launch_files.render_launch(launch)) if launch else None
     except ValueError as exc:  # ContractError included
         module.fail_json(msg=str(exc))
     cleared, created = set_up_job(module)
@@ -307,8 +307,8 @@ def main() -> None:
     ready = write_ready_token(module)
     changed = written["changed"] or guard["changed"] or ready["changed"] or bool(created) or bool(cleared)
     result = dict(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
-    if launch is not None and rendered is not None:
-        result["launch"] = launch_files.launch(module, launch, rendered, params)
+    if planned is not None:
+        result["launch"] = launch_files.launch(module, *planned, params)
         result["changed"] = result["changed"] or result["launch"]["changed"]
     module.exit_json(**result)
 
@@ -318,15 +318,18 @@ def write_ready_token(module: AnsibleModule) -> dict[str, Any]:
     token = module.params["ready_token"]
     if not token:
         return {"changed": False}
-    ready_path = os.path.join(module.params["job_dir"], events.READY_FILE)
-    return ensure_content(module, ready_path, token + "\n", {**module.params, "path": ready_path, "mode": "0640"})
+    return write_job_file(module, os.path.join(module.params["job_dir"], events.READY_FILE), token + "\n")
 
 
 def write_exit_guard(module: AnsibleModule) -> dict[str, Any]:
     """The rank exit guard (rank_exit_guard.py) as ``sitecustomize.py`` in the job's guard directory."""
     guard_path = os.path.join(exit_guard_dir(module.params["job_dir"]), "sitecustomize.py")
-    guard_args = {**module.params, "path": guard_path, "mode": "0640"}
-    return ensure_content(module, guard_path, inspect.getsource(rank_exit_guard), guard_args)
+    return write_job_file(module, guard_path, inspect.getsource(rank_exit_guard))
+
+
+def write_job_file(module: AnsibleModule, path: str, content: str) -> dict[str, Any]:
+    """``content`` at ``path`` in the job, with the wrapper's owner and group, readable by them only (0640)."""
+    return ensure_content(module, path, content, {**module.params, "path": path, "mode": "0640"})
 
 
 def set_up_job(module: AnsibleModule) -> tuple[list[str], list[str]]:
