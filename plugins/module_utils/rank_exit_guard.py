@@ -6,6 +6,14 @@ released, and the interpreter is being finalized. Destroying the process group i
 interpreter is whole, removes the race (3 ranks that exit right after their last collective, in the training image:
 the race in 14 of 90 ranks, none with the guard).
 
+Destroying the group ends its worker threads only when nothing else holds it. A module that reads the group as a
+default argument when it is imported after ``init_process_group`` holds it: DistributedDataParallel imports
+``torch._dynamo``, which imports ``torch.distributed.nn.functional``, whose ten functions then keep ``group.WORLD``.
+The guard drops such defaults, as it drops the group. What it cannot release (the script's own global, a model in a
+module variable) leaves the workers running; the rank then ends right there, its open files flushed, with its status
+0, instead of racing them through the interpreter's teardown (the abort happened there, in a worker thread releasing
+its last all-reduce).
+
 The rank wrapper (``rank.sh``) puts the directory holding this file, named ``sitecustomize.py``, first on every
 rank's ``PYTHONPATH``. It acts only where the script itself initialized a gloo process group and left it, and only on
 a normal exit: a failing rank may have a collective in flight that never ends, and destroying the group would wait
@@ -16,14 +24,20 @@ Imported under any other name (the collection's modules, the tests), the file do
 from __future__ import annotations
 
 import atexit
+import contextlib
+import gc
 import importlib.machinery
 import importlib.util
+import io
 import os
 import sys
-from types import ModuleType
-from typing import Any, Callable, Optional
+from types import FunctionType, ModuleType
+from typing import Any, Callable, Iterable, NoReturn, Optional
 
 GUARD_MODULE = "sitecustomize"
+# The name torch gives each worker thread of a gloo process group (ProcessGroupGloo::runLoop).
+GLOO_WORKER_THREAD = "pt_gloo_runloop"
+THREADS_DIR = "/proc/self/task"
 
 
 class ExitStatus:
@@ -61,17 +75,82 @@ def gloo_group_left_open(modules: dict[str, ModuleType]) -> Optional[ModuleType]
 
 
 def leave_process_group() -> None:
-    """The ``atexit`` callback: destroy a gloo process group the rank left open, if the rank is ending normally."""
+    """The ``atexit`` callback: destroy a gloo process group the rank left open, if the rank is ending normally.
+
+    If the group's worker threads outlive that (something the guard cannot release still holds the group), the rank
+    ends here with status 0 rather than in the interpreter's teardown.
+    """
     if not ends_normally(getattr(sys, "last_value", None), ExitStatus.requested):
         return
     distributed = gloo_group_left_open(sys.modules)
     if distributed is None:
         return
+    group = getattr(getattr(distributed, "group", None), "WORLD", None)
     try:
         distributed.destroy_process_group()
     except Exception as exc:  # pylint: disable=broad-exception-caught
         # The exit status is the script's: a failed clean-up is said, and the interpreter ends as it would have.
         sys.stderr.write(f"multinode.training rank exit guard: could not leave the process group: {exc}\n")
+        return
+    if group is not None:
+        release_defaults(group, list(sys.modules.values()))
+    del group
+    # A group held only by a reference cycle (a model in one) is released now, while the interpreter is whole.
+    gc.collect()
+    if gloo_workers_running(THREADS_DIR):
+        end_rank_now()
+
+
+def release_defaults(held: object, modules: Iterable[Optional[ModuleType]]) -> None:
+    """Replace ``held`` by None wherever a module-level function keeps it as a default argument."""
+    # type(), not isinstance(): a module's other attributes may warn when their __class__ is read (deprecated names).
+    for module in modules:
+        if not issubclass(type(module), ModuleType):
+            continue
+        for function in list(vars(module).values()):
+            if type(function) is FunctionType:  # pylint: disable=unidiomatic-typecheck
+                _release_default(function, held)
+
+
+def _release_default(function: FunctionType, held: object) -> None:
+    """Drop ``held`` from ``function``'s positional and keyword-only defaults, if it is among them."""
+    defaults = function.__defaults__ or ()
+    keyword_defaults = function.__kwdefaults__ or {}
+    if any(value is held for value in defaults):
+        function.__defaults__ = tuple(None if value is held else value for value in defaults)
+    if any(value is held for value in keyword_defaults.values()):
+        function.__kwdefaults__ = {name: None if value is held else value for name, value in keyword_defaults.items()}
+
+
+def gloo_workers_running(threads_dir: str) -> bool:
+    """Whether a thread of this process is a gloo process group's worker (by the name torch gives it)."""
+    try:
+        threads = os.listdir(threads_dir)
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            with open(os.path.join(threads_dir, thread, "comm"), encoding="utf-8") as comm:
+                if comm.read().strip() == GLOO_WORKER_THREAD:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def end_rank_now() -> NoReturn:
+    """End the rank with status 0 before the interpreter's teardown: say why, flush every open file, then exit."""
+    sys.stderr.write(
+        "multinode.training rank exit guard: the gloo process group is still held after destroy_process_group();"
+        " the rank ends here, its work done, before its worker threads can race the interpreter's teardown"
+        " (pytorch/pytorch#117762)\n"
+    )
+    for stream in gc.get_objects():
+        if issubclass(type(stream), io.IOBase):
+            # A closed or detached file refuses (ValueError), a broken pipe fails (OSError): nothing left to flush.
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+    os._exit(0)
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:

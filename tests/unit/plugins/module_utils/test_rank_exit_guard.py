@@ -1,8 +1,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rank exit guard, run for real as a Python's ``sitecustomize`` in front of a stand-in ``torch.distributed``.
 
-The stand-in records the calls the guard makes; the real torch and gloo are exercised by the molecule scenario's
-healthy runs (the training image).
+The stand-in records the calls the guard makes, and its group runs a worker thread with the name torch gives gloo's
+(``pt_gloo_runloop``) until the last reference to the group is gone; the real torch and gloo are exercised by the
+molecule scenario's healthy runs (the training image).
 """
 
 from __future__ import annotations
@@ -11,17 +12,48 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils import rank_exit_guard
-from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import ends_normally
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
+    ends_normally,
+    gloo_workers_running,
+    release_defaults,
+)
 
-# A stand-in torch.distributed: init_process_group(backend), is_initialized, get_backend, destroy_process_group.
+# A stand-in torch.distributed: init_process_group(backend), is_initialized, get_backend, destroy_process_group, and
+# group.WORLD, whose worker thread runs until nothing holds the group any more.
 STAND_IN_DISTRIBUTED = """
-import os
-STATE = {"backend": None}
+import ctypes, os, threading
+STATE = {"backend": None, "group": None}
+
+def _work(named, stop):
+    ctypes.CDLL(None).prctl(15, b"pt_gloo_runloop", 0, 0, 0)  # PR_SET_NAME, as torch names gloo's workers
+    named.set()
+    stop.wait()
+
+class _Group:
+    def __init__(self):
+        named, self.stop = threading.Event(), threading.Event()
+        self.worker = threading.Thread(target=_work, args=(named, self.stop), daemon=True)
+        self.worker.start()
+        named.wait()
+
+    def __del__(self):
+        self.stop.set()
+        self.worker.join()
+        print("workers stopped", flush=True)
+
+class _WorldMeta(type):
+    @property
+    def WORLD(cls):
+        return STATE["group"]
+
+class group(metaclass=_WorldMeta):
+    pass
 
 def is_available():
     return True
@@ -31,6 +63,7 @@ def is_initialized():
 
 def init_process_group(backend="gloo"):
     STATE["backend"] = backend
+    STATE["group"] = _Group()
 
 def get_backend():
     return STATE["backend"]
@@ -40,6 +73,7 @@ def destroy_process_group():
         raise RuntimeError("the store is gone")
     print("destroyed", flush=True)
     STATE["backend"] = None
+    STATE["group"] = None
 """
 
 
@@ -83,7 +117,32 @@ print("trained", flush=True)
 def test_a_rank_that_ends_normally_leaves_its_gloo_group_after_its_own_atexit_callbacks(site: dict[str, Path]) -> None:
     result = run_script(site, TRAIN.format(backend="gloo"))
     assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["trained", "the script's own atexit", "destroyed", "workers stopped"]
+    assert result.stderr == ""
+
+
+def test_a_group_kept_as_a_default_argument_is_released_with_it(site: dict[str, Path]) -> None:
+    # As torch.distributed.nn.functional keeps group.WORLD when DistributedDataParallel imports it after the init.
+    (site["packages"] / "collectives.py").write_text(
+        "import torch.distributed as dist\n"
+        "def all_reduce(tensor, group=dist.group.WORLD):\n    return tensor\n"
+        "def broadcast(tensor, *, group=dist.group.WORLD, src=0):\n    return tensor\n"
+    )
+    result = run_script(site, TRAIN.format(backend="gloo") + "import collectives\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2:] == ["destroyed", "workers stopped"]
+    assert result.stderr == ""
+
+
+def test_a_group_the_guard_cannot_release_ends_the_rank_with_its_files_flushed(site: dict[str, Path]) -> None:
+    # The script's own global holds the group: its workers would run into the interpreter's teardown.
+    output = site["root"] / "metrics.txt"
+    body = TRAIN.format(backend="gloo") + f"WORLD = dist.group.WORLD\nlog = open({str(output)!r}, 'w')\nlog.write('kept')\n"
+    result = run_script(site, body)
+    assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["trained", "the script's own atexit", "destroyed"]
+    assert "the gloo process group is still held after destroy_process_group()" in result.stderr
+    assert output.read_text() == "kept"
 
 
 @pytest.mark.parametrize("ending", ["sys.exit(0)", "sys.exit()", "sys.exit(None)", "raise SystemExit(0)"])
@@ -156,6 +215,33 @@ def test_an_error_in_the_next_sitecustomize_is_reported_as_python_would(site: di
 
 def test_imported_as_a_module_util_it_changes_nothing() -> None:
     assert sys.exit.__name__ == "exit"  # the guard's install() ran only as a rank's sitecustomize
+
+
+def test_gloo_workers_running_goes_by_thread_names(tmp_path: Path) -> None:
+    for thread, name in [("7", "python3"), ("8", "pt_tcpstore_uv")]:
+        (tmp_path / thread).mkdir()
+        (tmp_path / thread / "comm").write_text(name + "\n")
+    assert not gloo_workers_running(str(tmp_path))
+    (tmp_path / "9").mkdir()
+    (tmp_path / "9" / "comm").write_text("pt_gloo_runloop\n")
+    assert gloo_workers_running(str(tmp_path))
+    assert not gloo_workers_running(str(tmp_path / "gone"))
+
+
+def test_release_defaults_replaces_only_the_held_object() -> None:
+    held, other = object(), object()
+    module = types.ModuleType("collectives")
+    exec(  # pylint: disable=exec-used
+        "def positional(a, group=HELD, other=OTHER): pass\n"
+        "def keyword(*, group=HELD, other=OTHER): pass\n"
+        "def untouched(group=OTHER): pass\n",
+        {"HELD": held, "OTHER": other},
+        module.__dict__,
+    )
+    release_defaults(held, [module, None])
+    assert module.positional.__defaults__ == (None, other)
+    assert module.keyword.__kwdefaults__ == {"group": None, "other": other}
+    assert module.untouched.__defaults__ == (other,)
 
 
 @pytest.mark.parametrize(
