@@ -134,6 +134,17 @@ def test_a_group_kept_as_a_default_argument_is_released_with_it(site: dict[str, 
     assert result.stderr == ""
 
 
+def test_a_group_held_only_by_a_reference_cycle_is_collected_with_it(site: dict[str, Path]) -> None:
+    body = TRAIN.format(backend="gloo") + (
+        "import gc\ngc.disable()\nclass Model:\n    pass\n"
+        "model = Model()\nmodel.itself, model.group = model, dist.group.WORLD\ndel model\n"
+    )
+    result = run_script(site, body)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2:] == ["destroyed", "workers stopped"]
+    assert result.stderr == ""
+
+
 def test_a_group_the_guard_cannot_release_ends_the_rank_with_its_files_flushed(site: dict[str, Path]) -> None:
     # The script's own global holds the group: its workers would run into the interpreter's teardown.
     output = site["root"] / "metrics.txt"
