@@ -108,6 +108,9 @@ _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 # The job directory's subdirectory holding the rank exit guard (module_utils/rank_exit_guard.py).
 EXIT_GUARD_DIR = "python"
+# What the exit guard knows the rank's own process by (rank_exit_guard.WRAPPER_PID_VARIABLE: the guard is shipped as
+# a file of its own and imports nothing of the collection).
+WRAPPER_PID_VARIABLE = "MULTINODE_RANK_WRAPPER_PID"
 
 
 class ContractError(ValueError):
@@ -380,8 +383,11 @@ def _supervision(node: str, job: JobPaths, stack_dump_after: int = 0) -> list[st
         "out_pid=$!",
         'exec {err}> >(tee -a "$log" | sed -u "s/^/$prefix/" >&2)',
         "err_pid=$!",
-        'setpriv --pdeathsig KILL -- "$@" >&"$out" 2>&"$err" {out}>&- {err}>&- &',
+        "# The rank's own process knows itself by its parent, this wrapper (the exit guard records its world).",
+        f'{WRAPPER_PID_VARIABLE}=$$ setpriv --pdeathsig KILL -- "$@" >&"$out" 2>&"$err" {{out}}>&- {{err}}>&- &',
         "child=$!",
+        "# A stop that came before the rank's pid was known (between the fork and child=$!) is passed on now.",
+        '! "$stopped" || { kill -TERM "$child"; kill -CONT "$child"; } 2>/dev/null',
         *_watcher(stack_dump_after),
         "# Without the rank's output pipes: what the watcher starts must not keep the rank's output open after its end.",
         'watch_rank {out}>&- {err}>&- &',

@@ -1,4 +1,5 @@
-"""The rank exit guard: every rank's ``sitecustomize``, which leaves the gloo process group before Python is torn down.
+"""The rank exit guard: every rank's ``sitecustomize``, which leaves the gloo process group before Python is torn down
+and records the world the rank joined.
 
 A rank that finished its work can abort at interpreter exit with SIGABRT ("terminate called without an active
 exception", pytorch/pytorch#117762): gloo's worker threads still hold work whose tensors take the GIL when they are
@@ -10,50 +11,74 @@ Destroying the group ends its worker threads only when nothing else holds it. A 
 default argument when it is imported after ``init_process_group`` holds it: DistributedDataParallel imports
 ``torch._dynamo``, which imports ``torch.distributed.nn.functional``, whose ten functions then keep ``group.WORLD``.
 The guard drops such defaults, as it drops the group. What it cannot release (the script's own global, a model in a
-module variable) leaves the workers running; the rank then ends right there, its open files flushed, with its status
-0, instead of racing them through the interpreter's teardown (the abort happened there, in a worker thread releasing
-its last all-reduce).
+module variable) leaves the workers running: the guard then gives them the GIL for a moment, while the interpreter
+is whole, so that a worker still holding the last all-reduce releases it now and not in the teardown (the abort
+happened there: a worker waiting for the GIL to free its work's tensor, the main thread finalizing). Idle workers
+hold no Python object; the group is destroyed with whatever holds it.
+
+The guard never chooses how the rank ends: every ending (``sys.exit``, ``raise SystemExit``, ``exit()``, an uncaught
+exception, ``os._exit``, a signal, a normal end) gives the status Python gives it. The status it can see (what
+``sys.exit``, ``exit`` and ``quit`` were asked for, an uncaught exception) only decides whether it leaves the group:
+a failing rank may have a collective in flight that never ends, and destroying the group would wait for it.
+
+It also records the world: each process group the rank initializes (backend, world size, rank) as it is
+initialized, and at the end which frameworks that form a world their own way (TensorFlow, Horovod, MPI) the rank
+imported, in ``<job_dir>/status/world-rank-<RANK>.json`` (:data:`WORLD_RECORD`): the run summary judges from them
+whether the ranks formed one world (world.py). Only the rank's own process records (the rank wrapper's child), not
+the Pythons it starts.
 
 The rank wrapper (``rank.sh``) puts the directory holding this file, named ``sitecustomize.py``, first on every
-rank's ``PYTHONPATH``. It acts only where the script itself initialized a gloo process group and left it, and only on
-a normal exit: a failing rank may have a collective in flight that never ends, and destroying the group would wait
-for it. Then the next ``sitecustomize`` on the path (the image's or the user's own) runs, as Python would have run it.
-Imported under any other name (the collection's modules, the tests), the file does nothing.
+rank's ``PYTHONPATH``. Then the next ``sitecustomize`` on the path (the image's or the user's own) runs, as Python
+would have run it. Imported under any other name (the collection's modules, the tests), the file does nothing.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
+import builtins
+import functools
 import gc
+import importlib.abc
 import importlib.machinery
 import importlib.util
-import io
+import json
 import os
 import sys
+import time
 from types import FunctionType, ModuleType
-from typing import Any, Callable, Iterable, NoReturn, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 GUARD_MODULE = "sitecustomize"
 # The name torch gives each worker thread of a gloo process group (ProcessGroupGloo::runLoop).
 GLOO_WORKER_THREAD = "pt_gloo_runloop"
 THREADS_DIR = "/proc/self/task"
+# How long the guard gives a held group's workers the GIL: a worker that finished the last collective releases its
+# work within microseconds once it has the GIL.
+SETTLE_SECONDS = 0.2
+# The module that defines init_process_group (torch.distributed re-exports it).
+C10D_MODULE = "torch.distributed.distributed_c10d"
+# The rank wrapper's pid (rank.sh exports it): the process it started is the rank, whose world is recorded.
+WRAPPER_PID_VARIABLE = "MULTINODE_RANK_WRAPPER_PID"
+# The world record of a rank, beside its status (rank_contract.py), relative to the job directory.
+WORLD_RECORD = "status/world-rank-{rank}.json"
+# Modules with which a rank forms its world without torch.distributed: its ranks are not judged by their groups.
+OTHER_WORLDS = ("tensorflow", "horovod", "mpi4py", "jax")
 
 
 class ExitStatus:
-    """What ``sys.exit`` was last asked for in this process (the wrapped ``sys.exit`` records it)."""
+    """What ``sys.exit``, ``exit`` or ``quit`` was last asked for in this process (their wrappers record it)."""
 
     requested: Any = None
 
     @classmethod
     def recording(cls, exit_function: Callable[..., Any]) -> Callable[..., Any]:
-        """``exit_function`` (``sys.exit``) that first records its status."""
+        """``exit_function`` (``sys.exit``, ``exit``, ``quit``) that first records its status."""
 
+        @functools.wraps(exit_function)
         def exit_recorded(status: Any = None) -> Any:
             cls.requested = status
             return exit_function(status)
 
-        exit_recorded.__doc__ = exit_function.__doc__
         return exit_recorded
 
 
@@ -77,8 +102,8 @@ def gloo_group_left_open(modules: dict[str, ModuleType]) -> Optional[ModuleType]
 def leave_process_group() -> None:
     """The ``atexit`` callback: destroy a gloo process group the rank left open, if the rank is ending normally.
 
-    If the group's worker threads outlive that (something the guard cannot release still holds the group), the rank
-    ends here with status 0 rather than in the interpreter's teardown.
+    If the group's worker threads outlive that (something the guard cannot release still holds the group), they get
+    the GIL for a moment, while the interpreter is whole. The rank then ends as Python ends it, with its own status.
     """
     if not ends_normally(getattr(sys, "last_value", None), ExitStatus.requested):
         return
@@ -100,7 +125,7 @@ def leave_process_group() -> None:
         # is whole (0.2 s in a torch rank, so only when needed).
         gc.collect()
         if gloo_workers_running(THREADS_DIR):
-            end_rank_now()
+            let_workers_settle()
 
 
 def release_defaults(held: object, modules: Iterable[Optional[ModuleType]]) -> None:
@@ -140,19 +165,111 @@ def gloo_workers_running(threads_dir: str) -> bool:
     return False
 
 
-def end_rank_now() -> NoReturn:
-    """End the rank with status 0 before the interpreter's teardown: say why, flush every open file, then exit."""
+def let_workers_settle() -> None:
+    """Give the GIL to a held group's workers for a moment (``time.sleep`` releases it), so that one still holding
+    the last collective's work releases it while the interpreter is whole; say why the rank waits."""
     sys.stderr.write(
         "multinode.training rank exit guard: the gloo process group is still held after destroy_process_group();"
-        " the rank ends here, its work done, before its worker threads can race the interpreter's teardown"
+        f" its worker threads get {SETTLE_SECONDS} s to release their last work before the interpreter's teardown"
         " (pytorch/pytorch#117762)\n"
     )
-    for stream in gc.get_objects():
-        if issubclass(type(stream), io.IOBase):
-            # A closed or detached file refuses (ValueError), a broken pipe fails (OSError): nothing left to flush.
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-    os._exit(0)
+    time.sleep(SETTLE_SECONDS)
+
+
+class WorldRecord:
+    """The rank's world record (:data:`WORLD_RECORD`): the groups it initialized, then what it imported."""
+
+    def __init__(self, path: str, rank: int) -> None:
+        self.path = path
+        self.content: dict[str, Any] = {"rank": rank, "groups": []}
+
+    def add_group(self, distributed: ModuleType) -> None:
+        """Record the default group ``distributed`` (torch.distributed) has just initialized."""
+        self.content["groups"].append(
+            {
+                "backend": str(distributed.get_backend()),
+                "world_size": int(distributed.get_world_size()),
+                "rank": int(distributed.get_rank()),
+            }
+        )
+        self.write()
+
+    def add_end(self, modules: Sequence[str]) -> None:
+        """Record the rank's end: whether it imported torch, and the frameworks of :data:`OTHER_WORLDS` it imported."""
+        self.content["torch"] = "torch" in modules
+        self.content["other_worlds"] = sorted(name for name in OTHER_WORLDS if name in modules)
+        self.content["ended"] = True
+        self.write()
+
+    def write(self) -> None:
+        """Write the record whole (a temporary file renamed over it); a failure is said, never raised."""
+        temporary = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(self.content, handle)
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            sys.stderr.write(f"multinode.training rank exit guard: could not record the rank's world: {exc}\n")
+
+
+def recording_groups(init_process_group: Callable[..., Any], distributed: ModuleType, record: WorldRecord) -> Callable[..., Any]:
+    """``init_process_group`` that records the group it initialized; the script sees its result and errors as they
+    are, and a failure to record never fails it."""
+
+    @functools.wraps(init_process_group)
+    def init_recorded(*args: Any, **kwargs: Any) -> Any:
+        result = init_process_group(*args, **kwargs)
+        try:
+            record.add_group(distributed)
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            sys.stderr.write(f"multinode.training rank exit guard: could not read the process group: {exc}\n")
+        return result
+
+    return init_recorded
+
+
+class AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Calls ``then(module)`` once the module ``name`` has run, before anything can import names from it."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.then = then
+        self.loader: Optional[importlib.abc.Loader] = None
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
+        """The spec the other finders give ``name``, loaded through this finder."""
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        self.loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
+        return self.loader.create_module(spec) if self.loader is not None else None
+
+    def exec_module(self, module: ModuleType) -> None:
+        if self.loader is None:
+            return
+        self.loader.exec_module(module)
+        self.then(module)
+
+
+def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> Optional[WorldRecord]:
+    """The world record of this process, if it is a rank (the rank wrapper's child, with a RANK), else None."""
+    rank = environ.get("RANK", "")
+    if environ.get(WRAPPER_PID_VARIABLE) != str(parent_pid) or not rank.isdigit():
+        return None
+    record = WorldRecord(os.path.join(job_dir, WORLD_RECORD.format(rank=rank)), int(rank))
+
+    def patch(c10d: ModuleType) -> None:
+        c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
+
+    sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
+    atexit.register(lambda: record.add_end(list(sys.modules)))
+    return record
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:
@@ -172,12 +289,18 @@ def run_next_sitecustomize(own_directory: str) -> None:
 
 
 def install(own_directory: str) -> None:
-    """Record ``sys.exit`` statuses, leave the gloo group at exit, then run the next ``sitecustomize``.
+    """Record exit statuses, leave the gloo group at exit, record the rank's world, then run the next
+    ``sitecustomize``.
 
-    Registered first, the callback runs after every ``atexit`` callback the script and its libraries register.
+    Registered first, the callbacks run after every ``atexit`` callback the script and its libraries register: the
+    world's end is recorded, then the group left.
     """
     sys.exit = ExitStatus.recording(sys.exit)
+    for name in ("exit", "quit"):
+        if hasattr(builtins, name):
+            setattr(builtins, name, ExitStatus.recording(getattr(builtins, name)))
     atexit.register(leave_process_group)
+    record_world(os.path.dirname(own_directory), dict(os.environ), os.getppid())
     run_next_sitecustomize(own_directory)
 
 

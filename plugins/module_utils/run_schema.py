@@ -130,6 +130,18 @@ _SSH: dict[str, dict[str, Any]] = {
         },
     ),
     "restart_verdict": _key("Why a job that did not succeed was not restarted.", type="string"),
+    "world": _key(
+        "Whether the ranks formed one world (`launcher_world_check`): `formed` (true, false, or null where it cannot"
+        " be judged: ranks that form their world without torch.distributed, or left no record), `text` (why not) and"
+        " `group_sizes` (each rank's process groups, by world size).",
+        type="object",
+        properties={
+            "formed": {"type": ["boolean", "null"]},
+            "text": {"type": ["string", "null"]},
+            "group_sizes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+        },
+        required=["formed", "text", "group_sizes"],
+    ),
 }
 
 SUMMARY_SCHEMA: dict[str, Any] = {

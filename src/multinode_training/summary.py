@@ -36,6 +36,14 @@ class Restart(TypedDict):
     nodes: list[str] | None
 
 
+class World(TypedDict):
+    """Whether the ranks formed one world (``launcher_world_check``): ``formed`` is None where it cannot be judged."""
+
+    formed: bool | None
+    text: str | None
+    group_sizes: dict[str, list[int]]
+
+
 class Summary(TypedDict):
     """summary.json of a finished run (see docs/RUNS.md for its keys)."""
 
@@ -69,3 +77,4 @@ class Summary(TypedDict):
     attempt: NotRequired[int]
     restarts: NotRequired[list[Restart]]
     restart_verdict: NotRequired[str]
+    world: NotRequired[World]

@@ -28,6 +28,7 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     placeholders_in,
     STATUS_FIELDS,
     ContractError,
+    WRAPPER_PID_VARIABLE,
     JobPaths,
     NodeDefaults,
     exit_guard_dir,
@@ -997,3 +998,12 @@ def test_a_rank_that_aborts_leaves_its_python_stacks_in_its_log(tmp_path: Path) 
     log = rank_log(job).read_text()
     assert "Fatal Python error: Aborted" in log
     assert 'in last_call' in log, log
+
+
+def test_the_rank_knows_the_wrapper_as_its_parent(tmp_path: Path) -> None:
+    # The exit guard records the world of the wrapper's own child only (rank_exit_guard.record_world).
+    job = new_job(tmp_path)
+    check = f"import os; print(os.environ[{WRAPPER_PID_VARIABLE!r}] == str(os.getppid()))"
+    result = run_rank(make_wrapper(job), TORCHRUN, sys.executable, "-c", check)
+    assert result.returncode == 0, result.stderr
+    assert launcher_stream(result.stdout) == "True\n"

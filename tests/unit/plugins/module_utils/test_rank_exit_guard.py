@@ -8,7 +8,10 @@ molecule scenario's healthy runs (the training image).
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,14 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils import rank_exit_guard
+from ansible_collections.multinode.training.plugins.module_utils import rank_contract, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
     ends_normally,
     gloo_workers_running,
     release_defaults,
 )
 
-# A stand-in torch.distributed: init_process_group(backend), is_initialized, get_backend, destroy_process_group, and
+# A stand-in torch.distributed (its distributed_c10d, which torch.distributed re-exports, as torch's own):
+# init_process_group(backend), is_initialized, get_backend, get_world_size, get_rank, destroy_process_group, and
 # group.WORLD, whose worker thread runs until nothing holds the group any more.
 STAND_IN_DISTRIBUTED = """
 import ctypes, os, threading
@@ -68,6 +72,12 @@ def init_process_group(backend="gloo"):
 def get_backend():
     return STATE["backend"]
 
+def get_world_size():
+    return int(os.environ.get("STAND_IN_WORLD_SIZE", "1"))
+
+def get_rank():
+    return int(os.environ.get("RANK", "0"))
+
 def destroy_process_group():
     if os.environ.get("DESTROY_FAILS"):
         raise RuntimeError("the store is gone")
@@ -84,9 +94,11 @@ def site_fixture(tmp_path: Path) -> dict[str, Path]:
     guard.mkdir()
     shutil.copy(rank_exit_guard.__file__, guard / "sitecustomize.py")
     packages = tmp_path / "packages"
-    (packages / "torch").mkdir(parents=True)
+    (packages / "torch" / "distributed").mkdir(parents=True)
     (packages / "torch" / "__init__.py").write_text("from torch import distributed\n")
-    (packages / "torch" / "distributed.py").write_text(STAND_IN_DISTRIBUTED)
+    (packages / "torch" / "distributed" / "__init__.py").write_text("from .distributed_c10d import *\n")
+    (packages / "torch" / "distributed" / "distributed_c10d.py").write_text(STAND_IN_DISTRIBUTED)
+    (tmp_path / "status").mkdir()
     return {"guard": guard, "packages": packages, "root": tmp_path}
 
 
@@ -145,15 +157,44 @@ def test_a_group_held_only_by_a_reference_cycle_is_collected_with_it(site: dict[
     assert result.stderr == ""
 
 
-def test_a_group_the_guard_cannot_release_ends_the_rank_with_its_files_flushed(site: dict[str, Path]) -> None:
-    # The script's own global holds the group: its workers would run into the interpreter's teardown.
+def test_a_group_the_guard_cannot_release_gets_its_workers_settled_and_the_rank_ends_as_python_ends_it(
+    site: dict[str, Path],
+) -> None:
+    # The script's own global holds the group: its workers get the GIL for a moment before the interpreter's teardown.
     output = site["root"] / "metrics.txt"
     body = TRAIN.format(backend="gloo") + f"WORLD = dist.group.WORLD\nlog = open({str(output)!r}, 'w')\nlog.write('kept')\n"
     result = run_script(site, body)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["trained", "the script's own atexit", "destroyed"]
+    assert result.stdout.splitlines()[:3] == ["trained", "the script's own atexit", "destroyed"]
     assert "the gloo process group is still held after destroy_process_group()" in result.stderr
     assert output.read_text() == "kept"
+
+
+# Every way a script ends, with the group still held by the script's own global (a model in a module variable): the
+# status is the one Python gives, whatever the guard did.
+ENDINGS = [
+    ("raise SystemExit(3)", 3),
+    ("exit(3)", 3),
+    ("quit(3)", 3),
+    ("sys.exit(3)", 3),
+    ("raise SystemExit(main())", 5),
+    ("raise RuntimeError('diverged')", 1),
+    ("os._exit(3)", 3),
+    ("os.kill(os.getpid(), signal.SIGTERM)", -signal.SIGTERM),
+    ("os.kill(os.getpid(), signal.SIGKILL)", -signal.SIGKILL),
+    ("print('done', flush=True)", 0),
+    ("raise SystemExit(0)", 0),
+]
+
+
+@pytest.mark.parametrize(("ending", "status"), ENDINGS)
+def test_every_ending_keeps_the_status_python_gives_it(site: dict[str, Path], ending: str, status: int) -> None:
+    body = (
+        "import os, signal\n" + TRAIN.format(backend="gloo")
+        + "MODEL = dist.group.WORLD\ndef main():\n    return 5\n" + ending + "\n"
+    )
+    result = run_script(site, body)
+    assert result.returncode == status, result.stderr
 
 
 @pytest.mark.parametrize("ending", ["sys.exit(0)", "sys.exit()", "sys.exit(None)", "raise SystemExit(0)"])
@@ -261,3 +302,63 @@ def test_release_defaults_replaces_only_the_held_object() -> None:
 )
 def test_ends_normally(last_exception: BaseException | None, requested: object, normal: bool) -> None:
     assert ends_normally(last_exception, requested) is normal
+
+
+def run_rank(site: dict[str, Path], body: str, rank: int = 1, **env: str):
+    """``body`` run as the rank wrapper's own child would run it: RANK set, the wrapper's pid its parent's."""
+    return run_script(
+        site, body, env={"RANK": str(rank), rank_contract.WRAPPER_PID_VARIABLE: str(os.getpid()), **env}
+    )
+
+
+def world_record(site: dict[str, Path], rank: int = 1) -> dict[str, object]:
+    return json.loads((site["root"] / "status" / f"world-rank-{rank}.json").read_text())
+
+
+def test_a_rank_records_the_group_it_initialized_and_its_end(site: dict[str, Path]) -> None:
+    result = run_rank(site, TRAIN.format(backend="gloo"), STAND_IN_WORLD_SIZE="3")
+    assert result.returncode == 0, result.stderr
+    assert world_record(site) == {
+        "rank": 1,
+        "groups": [{"backend": "gloo", "world_size": 3, "rank": 1}],
+        "torch": True,
+        "other_worlds": [],
+        "ended": True,
+    }
+
+
+def test_a_rank_that_never_initialized_a_group_records_none(site: dict[str, Path]) -> None:
+    result = run_rank(site, "import torch\nprint('trained alone')\n")
+    assert result.returncode == 0, result.stderr
+    assert world_record(site) == {"rank": 1, "groups": [], "torch": True, "other_worlds": [], "ended": True}
+
+
+def test_a_rank_that_forms_its_world_another_way_says_so(site: dict[str, Path]) -> None:
+    (site["packages"] / "mpi4py").mkdir()
+    (site["packages"] / "mpi4py" / "__init__.py").write_text("")
+    result = run_rank(site, "import mpi4py, torch\n")
+    assert result.returncode == 0, result.stderr
+    assert world_record(site)["other_worlds"] == ["mpi4py"]
+
+
+def test_a_group_recorded_before_a_killed_rank_ends_stays_recorded(site: dict[str, Path]) -> None:
+    result = run_rank(site, "import os, signal\n" + TRAIN.format(backend="gloo") + "os.kill(os.getpid(), signal.SIGKILL)\n")
+    assert result.returncode == -signal.SIGKILL
+    assert world_record(site) == {"rank": 1, "groups": [{"backend": "gloo", "world_size": 1, "rank": 1}]}
+
+
+def test_only_the_wrappers_own_child_records(site: dict[str, Path]) -> None:
+    result = run_script(site, TRAIN.format(backend="gloo"), env={"RANK": "1", rank_contract.WRAPPER_PID_VARIABLE: "1"})
+    assert result.returncode == 0, result.stderr
+    assert not list((site["root"] / "status").iterdir())
+
+
+def test_a_world_that_cannot_be_recorded_is_said_and_changes_nothing(site: dict[str, Path]) -> None:
+    (site["root"] / "status").rmdir()
+    result = run_rank(site, TRAIN.format(backend="gloo") + "raise SystemExit(4)\n")
+    assert result.returncode == 4
+    assert "could not record the rank's world" in result.stderr
+
+
+def test_the_guard_and_the_wrapper_name_the_wrapper_pid_alike() -> None:
+    assert rank_exit_guard.WRAPPER_PID_VARIABLE == rank_contract.WRAPPER_PID_VARIABLE

@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Whether a run's ranks formed one world: the verdict on the ranks' world records.
+
+Every Python rank records, through the rank exit guard (rank_exit_guard.py), each process group it initialized
+(backend, world size) and, at its end, whether it imported torch and which frameworks that form a world their own
+way (TensorFlow, Horovod, MPI, JAX) it imported. A job whose ranks all exited 0 may still have trained each node
+alone: a trainer whose node count defaults to one gives every node a world of its own ranks, or none at all.
+
+The world formed when every rank initialized a group of the job's world size. It did not when no rank did and the
+ranks are torch ranks that ended (they imported torch, no other framework): that is judged, and named with its likely
+cause. Ranks that form their world another way, ranks that left no record (not Python, or not the wrapper's own
+process) and ranks that did not end are not judged.
+
+Pure Python (no Ansible imports) so it can be unit tested on its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+WORLD_RECORD_GLOB = "world-rank-*.json"
+# launcher_world_check: what a run whose ranks did not form one world is.
+WORLD_CHECKS = ("fail", "warn", "off")
+WORLD = "world"  # the root cause kind of such a run (never restarted: the same script would do the same again)
+
+_LIKELY_CAUSE = (
+    "a framework's node count may default to 1 (a trainer that ignores WORLD_SIZE unless told the number of nodes):"
+    " give it the job's node count, or initialize torch.distributed from the environment the job gives"
+)
+
+
+def _group_sizes(record: Mapping[str, Any]) -> list[int]:
+    return [int(group["world_size"]) for group in record.get("groups") or [] if isinstance(group, Mapping)]
+
+
+def verdict(records: Mapping[int, Mapping[str, Any]], world_size: int) -> dict[str, Any]:
+    """``{"formed": True | False | None, "text": ..., "group_sizes": {rank: [sizes]}}`` for a run of ``world_size``
+    ranks from its ranks' world records (rank -> record); ``formed`` is None where nothing is judged."""
+    sizes = {rank: _group_sizes(record) for rank, record in sorted(records.items())}
+    shown = {str(rank): found for rank, found in sizes.items()}
+    joined = [rank for rank, found in sizes.items() if world_size in found]
+    if len(joined) == world_size:
+        return {"formed": True, "text": None, "group_sizes": shown}
+    text = _not_formed(records, sizes, world_size)
+    return {"formed": False if text else None, "text": text, "group_sizes": shown}
+
+
+def _not_formed(records: Mapping[int, Mapping[str, Any]], sizes: Mapping[int, list[int]], world_size: int) -> str | None:
+    """Why the ranks did not form one world, or None when that cannot be judged from their records."""
+    if any(record.get("other_worlds") for record in records.values()):
+        return None
+    other_sizes = sorted({size for found in sizes.values() for size in found if size != world_size})
+    if other_sizes:
+        shown = " or ".join(str(size) for size in other_sizes)
+        return f"the ranks formed groups of {shown} ranks, not one world of {world_size}: {_LIKELY_CAUSE}"
+    alone = [
+        rank for rank, record in records.items() if record.get("ended") and record.get("torch") and not sizes[rank]
+    ]
+    if len(alone) == world_size:
+        return f"each rank trained alone: no rank initialized torch.distributed; {_LIKELY_CAUSE}"
+    return None
+
+
+def judge(summary: dict[str, Any], records: Mapping[int, Mapping[str, Any]], world_check: str) -> None:
+    """Add the ``world`` key to a run's ``summary``; a run that otherwise succeeded fails when its ranks did not form
+    one world and ``world_check`` is ``fail`` (``warn``: the verdict is said, the status stays; ``off``: no verdict).
+    """
+    if world_check == "off":
+        return
+    found = verdict(records, int(summary["world_size"]))
+    summary["world"] = found
+    if found["formed"] is False and world_check == "fail" and summary["status"] == "succeeded":
+        summary.update(status="failed", failure_reasons=[found["text"]], root_cause_kind=WORLD)

@@ -1,0 +1,101 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether a run's ranks formed one world, from their world records (what the rank exit guard writes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ansible_collections.multinode.training.plugins.module_utils import world
+
+
+def group(size: int, backend: str = "gloo") -> dict[str, Any]:
+    return {"backend": backend, "world_size": size, "rank": 0}
+
+
+def ended(*groups: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"groups": list(groups), "torch": True, "other_worlds": [], "ended": True, **more}
+
+
+def test_ranks_that_joined_one_group_of_the_jobs_size_formed_the_world() -> None:
+    found = world.verdict({rank: ended(group(3)) for rank in range(3)}, 3)
+    assert found == {"formed": True, "text": None, "group_sizes": {"0": [3], "1": [3], "2": [3]}}
+
+
+def test_a_group_initialized_again_still_counts() -> None:
+    assert world.verdict({0: ended(group(2), group(2)), 1: ended(group(2))}, 2)["formed"] is True
+
+
+def test_ranks_that_never_initialized_a_group_trained_alone() -> None:
+    found = world.verdict({rank: ended() for rank in range(3)}, 3)
+    assert found["formed"] is False
+    assert found["text"].startswith("each rank trained alone: no rank initialized torch.distributed")
+    assert "node count may default to 1" in found["text"]
+
+
+def test_ranks_that_formed_one_group_per_node_did_not_form_the_world() -> None:
+    # A trainer whose node count defaults to 1: each node's 2 ranks form a world of their own.
+    found = world.verdict({rank: ended(group(2)) for rank in range(6)}, 6)
+    assert found["formed"] is False
+    assert found["text"].startswith("the ranks formed groups of 2 ranks, not one world of 6")
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "horovod", "mpi4py", "jax"])
+def test_ranks_that_form_their_world_another_way_are_not_judged(framework: str) -> None:
+    records = {rank: ended(other_worlds=[framework] if rank == 1 else []) for rank in range(3)}
+    assert world.verdict(records, 3) == {"formed": None, "text": None, "group_sizes": {"0": [], "1": [], "2": []}}
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        {},  # no Python rank under the wrapper (a compiled MPI program, a shell script)
+        {0: ended(), 1: ended()},  # a rank left no record
+        {0: ended(), 1: ended(), 2: {"rank": 2, "groups": []}},  # a rank did not end (killed)
+        {rank: ended(torch=False) for rank in range(3)},  # Python ranks that never imported torch
+    ],
+)
+def test_what_the_records_cannot_tell_is_not_judged(records: dict[int, dict[str, Any]]) -> None:
+    assert world.verdict(records, 3)["formed"] is None
+
+
+def summary(status: str = "succeeded") -> dict[str, Any]:
+    return {
+        "job_id": "j",
+        "status": status,
+        "world_size": 2,
+        "failure_reasons": [] if status == "succeeded" else ["rank 1 on node2 exited 3"],
+        "root_cause_kind": None if status == "succeeded" else "exit",
+    }
+
+
+ALONE = {0: ended(), 1: ended()}
+
+
+def test_fail_fails_a_run_that_otherwise_succeeded_with_the_reason_first() -> None:
+    judged = summary()
+    world.judge(judged, ALONE, "fail")
+    assert judged["status"] == "failed"
+    assert judged["root_cause_kind"] == world.WORLD
+    assert judged["failure_reasons"] == [judged["world"]["text"]]
+
+
+def test_warn_keeps_the_status_and_says_it() -> None:
+    judged = summary()
+    world.judge(judged, ALONE, "warn")
+    assert (judged["status"], judged["failure_reasons"]) == ("succeeded", [])
+    assert judged["world"]["formed"] is False
+
+
+def test_off_judges_nothing() -> None:
+    judged = summary()
+    world.judge(judged, ALONE, "off")
+    assert judged == summary()
+
+
+def test_a_run_that_failed_keeps_its_own_root_cause() -> None:
+    judged = summary("failed")
+    world.judge(judged, ALONE, "fail")
+    assert judged["failure_reasons"] == ["rank 1 on node2 exited 3"]
+    assert judged["root_cause_kind"] == "exit"
