@@ -99,14 +99,12 @@ lint: venv-dev ## ansible-lint (production profile); the role READMEs' variable 
 sanity: venv-dev ## ansible-test sanity on the collection as ansible-galaxy builds it
 	scripts/ansible_test.sh sanity
 
-# VARIANTS (e.g. make test VARIANTS=ipex) builds those image variants and runs their stack scenarios after the rest.
+# The end-to-end scenario alone (its drills time themselves), then the four role scenarios side by side (their own
+# containers, networks and subnets), each timed (scripts/molecule_scenarios.sh). VARIANTS (e.g. make test
+# VARIANTS=ipex) builds those image variants and runs their stack scenarios after the rest, one after another.
 molecule: venv-dev host images wheels
-	molecule test -s default
-	molecule test -s oneapi
-	molecule test -s gpu_drivers
-	molecule test -s container_runtime
-	molecule test -s slurm
-	$(foreach variant,$(VARIANTS),molecule test -s $(variant) &&) true
+	scripts/molecule_scenarios.sh default -- oneapi gpu_drivers container_runtime slurm \
+		$(foreach variant,$(VARIANTS),-- $(variant))
 
 molecule-deepspeed: venv-dev host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed
