@@ -13,13 +13,22 @@ The packages the training environment already has at the resolved version are le
 twice); one it has at another version is installed into the layer, where it shadows the environment's: a
 replacement, which the caller warns about by name.
 
+The layer holds exactly the files the resolution chose: each is installed by its hash from pip's report (and, when
+the requirements file has ``--hash`` lines, only if that hash is one of them), with the file's own options (indexes,
+find-links, trusted hosts) in the install as in the resolution. A file that names its own index (``--index-url`` or
+``--no-index``) is resolved from the places it names alone: none of the controller's pip sources (its configuration
+files' or ``PIP_*`` variables' index, extra indexes and find-links, which pip would otherwise search as well) is used.
+
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import os
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +52,23 @@ _NOT_FOUND = (
     re.compile(r"No matching distribution found for ([^\s;]+)"),
     re.compile(r"Could not find a version that satisfies the requirement ([^\s;]+)"),
 )
+# pip's report of a downloaded file whose hash is not one the requirements allow ("THESE PACKAGES DO NOT MATCH THE
+# HASHES FROM THE REQUIREMENTS FILE"): the requirement, the file, the expected algorithm and the hash it has.
+_HASH_MISMATCH = re.compile(
+    r"^ +(?P<requirement>\S+) from (?P<url>\S+).*:\n"
+    r" +Expected (?P<algorithm>\w+) .*\n(?: +(?:Expected +)?or .*\n)* +Got +(?P<got>\w+)",
+    re.MULTILINE,
+)
+# A requirements file's lines: a backslash at the end continues a line; a comment runs from " #" to the end.
+_CONTINUED = re.compile(r"\\\n")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+# Options of a requirements file: those that include another file, and those that replace the index.
+INCLUDES = frozenset({"-r", "--requirement", "-c", "--constraint"})
+_REPLACES_INDEX = frozenset({"-i", "--index-url", "--no-index"})
+FIND_LINKS = frozenset({"-f", "--find-links"})
+# pip's settings that name where packages come from (as its configuration and PIP_* variables spell them).
+SOURCE_SETTINGS = ("index-url", "extra-index-url", "find-links", "no-index")
 
 
 class LayerError(ValueError):
@@ -62,11 +88,53 @@ class Replacement:
 
 
 @dataclass(frozen=True)
-class LayerPlan:
-    """What the layer installs (``name==version`` pins), and which of those replace the environment's."""
+class Pin:
+    """One file the resolution chose: a package at its version, by its hashes (``algorithm:hex``), and by its URL
+    when the requirements named the file itself (``name @ url``)."""
 
-    install: tuple[str, ...]
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+    url: str = ""
+
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    def line(self) -> str:
+        """The pin as a line of pip's requirements format, that only this file satisfies."""
+        named = f"{self.name} @ {self.url}" if self.url else self.requirement()
+        return " ".join([named, *(f"--hash={digest}" for digest in self.hashes)])
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """What the layer installs, and which of those replace the environment's."""
+
+    pins: tuple[Pin, ...]
     replaced: tuple[Replacement, ...] = field(default_factory=tuple)
+
+    @property
+    def install(self) -> tuple[str, ...]:
+        """The packages, as ``name==version``."""
+        return tuple(pin.requirement() for pin in self.pins)
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    """What requirements files say besides their requirements: their option lines (``(option, value)``, value
+    ``None`` for a flag) in order, the files they include (``-r``, ``-c``) among them, and the hashes each package is
+    allowed (``--hash``, by canonical name)."""
+
+    options: tuple[tuple[str, str | None], ...] = ()
+    hashes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def replaces_index(self) -> bool:
+        """Whether they name their own index (``--index-url``, ``--no-index``) instead of the default one."""
+        return any(option in _REPLACES_INDEX for option, _ in self.options)
+
+    def lines(self) -> list[str]:
+        """The option lines, in pip's requirements format."""
+        return [option if value is None else f"{option} {shlex.quote(value)}" for option, value in self.options]
 
 
 def canonical_name(name: str) -> str:
@@ -90,11 +158,14 @@ def environment_constraints(packages: Mapping[str, str]) -> list[str]:
     ]
 
 
-def plan_layer(report: Mapping[str, Any], environment_packages: Mapping[str, str]) -> LayerPlan:
-    """From pip's installation report (``--dry-run --ignore-installed --report``), the packages the layer must hold:
-    every resolved one the environment lacks or has at another version (a replacement)."""
+def plan_layer(
+    report: Mapping[str, Any], environment_packages: Mapping[str, str], allowed: Mapping[str, frozenset[str]]
+) -> LayerPlan:
+    """From pip's installation report (``--dry-run --ignore-installed --report``), the files the layer must hold:
+    every resolved package the environment lacks or has at another version (a replacement), by the hash of the file
+    pip chose, which must be one of those ``allowed`` for it (by canonical name) when it has any."""
     installed = {canonical_name(name): version for name, version in environment_packages.items()}
-    install: list[str] = []
+    pins: list[Pin] = []
     replaced: list[Replacement] = []
     for item in report.get("install") or []:
         metadata = item.get("metadata") or {}
@@ -106,8 +177,124 @@ def plan_layer(report: Mapping[str, Any], environment_packages: Mapping[str, str
             continue
         if present is not None:
             replaced.append(Replacement(name, present, version))
-        install.append(f"{name}=={version}")
-    return LayerPlan(tuple(install), tuple(replaced))
+        pins.append(_pin(item, name, version, allowed.get(canonical_name(name), frozenset())))
+    return LayerPlan(tuple(pins), tuple(replaced))
+
+
+def _pin(item: Mapping[str, Any], name: str, version: str, allowed: frozenset[str]) -> Pin:
+    """The file of one report item, by its hashes (those ``allowed``, when any are)."""
+    download = item.get("download_info") or {}
+    archive = download.get("archive_info") or {}
+    found = {f"{algorithm}:{digest}" for algorithm, digest in (archive.get("hashes") or {}).items()}
+    if archive.get("hash"):
+        found.add(archive["hash"].replace("=", ":", 1))
+    url = download.get("url") or "(no URL)"
+    if not found:
+        raise LayerError(f"pip's report has no hash of the file of {name} {version} ({url}), so it cannot be checked")
+    if allowed:
+        matching = found & allowed
+        if not matching:
+            raise LayerError(
+                f"the hash of {name} {version} did not match: {url} has {', '.join(sorted(found))}, the --hash lines "
+                f"allow {', '.join(sorted(allowed))}"
+            )
+        found = matching
+    return Pin(name, version, tuple(sorted(found)), url if item.get("is_direct") else "")
+
+
+def read_options(text: str) -> FileOptions:
+    """The options (included files among them, as written) and hashes of one requirements file (pip's format: one
+    requirement or option line each, ``\\`` continues a line, ``#`` starts a comment)."""
+    return merge_options([_line_options(line) for line in _logical_lines(text)])
+
+
+def _line_options(line: str) -> FileOptions:
+    """An option line's options (an editable requirement left out), or a requirement line's hashes."""
+    requirement, words = _split_line(line)
+    pairs = _option_pairs(words)
+    if not requirement:
+        return FileOptions(tuple(pair for pair in pairs if pair[0] not in ("-e", "--editable")))
+    found = frozenset(value for option, value in pairs if option == "--hash" and value)
+    name = _NAME.match(requirement)
+    return FileOptions(hashes={canonical_name(name.group(0)): found} if found and name else {})
+
+
+def merge_options(parts: Sequence[FileOptions]) -> FileOptions:
+    """The options of several files (a file and those it includes, in pip's order) as one."""
+    hashes: dict[str, frozenset[str]] = {}
+    for part in parts:
+        for name, found in part.hashes.items():
+            hashes[name] = hashes.get(name, frozenset()) | found
+    return FileOptions(tuple(option for part in parts for option in part.options), hashes)
+
+
+def _logical_lines(text: str) -> list[str]:
+    lines = (_COMMENT.sub("", line).strip() for line in _CONTINUED.sub("", text).splitlines())
+    return [line for line in lines if line]
+
+
+def _split_line(line: str) -> tuple[str, list[str]]:
+    """A line's requirement (empty on an option line) and its option words, as pip splits them."""
+    words = line.split(" ")
+    for index, word in enumerate(words):
+        if word.startswith("-"):
+            return " ".join(words[:index]).strip(), shlex.split(" ".join(words[index:]))
+    return line, []
+
+
+def _option_pairs(words: Sequence[str]) -> list[tuple[str, str | None]]:
+    """``(option, value)`` of each option in ``words`` (``--option=value``, ``--option value``, ``-ovalue``); a word
+    that does not start with ``-`` is the value of the option before it."""
+    pairs: list[tuple[str, str | None]] = []
+    for word in words:
+        if not word.startswith("-"):
+            if pairs and pairs[-1][1] is None:
+                pairs[-1] = (pairs[-1][0], word)
+            continue
+        if word.startswith("--"):
+            option, equals, value = word.partition("=")
+            pairs.append((option, value if equals else None))
+        else:
+            pairs.append((word[:2], word[2:] or None))
+    return pairs
+
+
+def install_requirements(options: FileOptions, pins: Sequence[Pin]) -> str:
+    """The requirements file of the install: the resolution's options and exactly the ``pins``, each by its hashes."""
+    if not pins:
+        raise LayerError("nothing to install")
+    return "\n".join([*options.lines(), *(pin.line() for pin in pins)]) + "\n"
+
+
+def hash_mismatches(pip_output: str) -> list[str]:
+    """The files pip refused because their hash is not one the requirements allow, each as ``requirement: url has
+    algorithm:hash``, from its error output."""
+    return [
+        f"{match['requirement']}: {match['url'].split('#')[0]} has {match['algorithm']}:{match['got']}"
+        for match in _HASH_MISMATCH.finditer(pip_output)
+    ]
+
+
+def sources_isolated(environ: Mapping[str, str], pip_config: str) -> dict[str, str]:
+    """The environment of a pip that uses no package source of the controller's: its other settings (``pip config
+    list``'s ``pip_config``, the global section then the install section, then the PIP_* variables of ``environ``)
+    as PIP_* variables, without SOURCE_SETTINGS, and no configuration file read."""
+    settings: dict[str, str] = {}
+    lines = [line.partition("=") for line in pip_config.splitlines()]
+    for section in ("global", "install"):
+        for key, _, value in lines:
+            if key.startswith(section + "."):
+                settings[_variable(key[len(section) + 1 :])] = str(ast.literal_eval(value))
+    settings.update((name, value) for name, value in environ.items() if name.startswith("PIP_"))
+    for name in SOURCE_SETTINGS:
+        settings.pop(_variable(name), None)
+    kept = {name: value for name, value in environ.items() if not name.startswith("PIP_")}
+    return {**kept, **settings, "PIP_CONFIG_FILE": os.devnull}
+
+
+def _variable(setting: str) -> str:
+    """The PIP_* variable of a pip setting (``find-links``: ``PIP_FIND_LINKS``)."""
+    return "PIP_" + setting.upper().replace("-", "_")
 
 
 def unresolvable(pip_output: str) -> list[str]:
@@ -131,11 +318,10 @@ def resolve_argv(
     )
 
 
-def install_argv(python: str, node: Mapping[str, Any], target: str, pins: Sequence[str]) -> list[str]:
-    """pip's installation of exactly ``pins`` (no dependencies: the plan has them all) into ``target``."""
-    if not pins:
-        raise LayerError("nothing to install")
-    return _pip_install(python, node, target, "--no-deps", pins)
+def install_argv(python: str, node: Mapping[str, Any], target: str, requirements: str) -> list[str]:
+    """pip's installation into ``target`` of exactly the files ``requirements`` (install_requirements) pins by their
+    hashes (no dependencies: the plan has them all)."""
+    return _pip_install(python, node, target, "--no-deps", ["--require-hashes", "--requirement", requirements])
 
 
 def _pip_install(python: str, node: Mapping[str, Any], target: str, mode: str, words: Sequence[str]) -> list[str]:

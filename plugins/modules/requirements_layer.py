@@ -19,12 +19,23 @@ description:
   - Installs the packages the environment lacks, or has at another version, into O(cache_dir)C(/<key>/site)
     (C(pip install --target), console scripts in C(site/bin)). The nodes put that directory first on every rank's
     C(PYTHONPATH); the environment stays underneath.
+  - Installs exactly the files the resolution chose, from where it chose them - each by the hash pip reported for
+    it (C(--require-hashes)), with the file's own options (C(--index-url), C(--extra-index-url), C(--find-links),
+    C(--trusted-host), and those of the files it includes) - so another index cannot serve another wheel under the
+    same name and version. The file's C(--hash) lines are honoured; a file whose hash is not among them fails the
+    task naming the package, before anything is shipped to a node.
+  - A file that names its own index (C(--index-url) or C(--no-index)) is resolved and installed from the places it
+    names alone; the controller's pip sources (C(index-url), C(extra-index-url), C(find-links), C(no-index) of its
+    configuration files and C(PIP_*) variables) are left out, its other pip settings (certificates, proxy,
+    timeouts) kept. A file that only adds places (C(--extra-index-url), C(--find-links)) adds them to the
+    controller's.
   - The key names the layer by the file's content and O(environment); a layer that exists is returned as it is
     (RV(built) false, nothing run). A layer is built in a scratch directory and moved into place, never left half
     built.
   - Without O(probes), returns the key and whether the controller has the layer (RV(ready)), and builds nothing.
-  - Fails naming the requirements pip cannot find, and the nodes they were for. Warns by name about each package
-    of the environment that the layer replaces with another version.
+  - Fails naming the requirements pip cannot find, and the nodes they were for, and naming each package whose
+    hash did not match. Warns by name about each package of the environment that the layer replaces with another
+    version.
   - Runs on the controller, in Ansible's own process, whatever host the task is for.
 author:
   - multinode.training team (@multinode-training)
