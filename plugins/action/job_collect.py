@@ -12,6 +12,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import secret_values
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import Follower, collected_rest, show
 
@@ -33,6 +34,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
             "run_dir": {"type": "path", "required": True},
             "world_size": {"type": "int", "required": True},
             "offsets": {"type": "dict", "default": {}},
+            "tuning": {"type": "dict", "default": {}},
+            "secret_env_names": {"type": "list", "elements": "str", "default": []},
         },
     },
 }
@@ -67,7 +70,10 @@ class ActionModule(ActionBase):
         follow = args["follow"]
         if follow:
             # What the job logged after job_wait stopped following it (its agents' and launcher's end).
-            follower = Follower(run_dir=Path(follow["run_dir"]), world_size=follow["world_size"])
+            follower = Follower(
+                run_dir=Path(follow["run_dir"]), world_size=follow["world_size"],
+                secret_values=tuple(secret_values(follow["tuning"], follow["secret_env_names"])),
+            )
             show(follower, collected_rest(Path(args["dest"]) / "logs", follow["offsets"]))
         result.update(changed=True, files=members, bytes=packed["bytes"], dest=args["dest"])
         result.update({key: packed[key] for key in REPORTED if key in packed})

@@ -13,13 +13,14 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import secret_values
 from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, write_json
 from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
 from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
-    CANCEL_FILE, FOLLOWING_FILE, Follower, append_record, following_of, keep_handover, keep_offsets, read_json_object,
-    recorded_follow_state, show, write_following,
+    CANCEL_FILE, FOLLOWING_FILE, Follower, append_record, following_of, keep_handover, keep_offsets, private_dir,
+    read_json_object, recorded_follow_state, show, write_following,
 )
 
 display = Display()
@@ -40,6 +41,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "straggler_margin": {"type": "float", "default": 0.0},
     "straggler_after": {"type": "int", "default": 30},
     "handover": {"type": "dict", "default": {}},
+    "secret_env_names": {"type": "list", "elements": "str", "default": []},
     "resume": {"type": "bool", "default": False},
 }
 
@@ -53,10 +55,11 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to follow"}
-        run_dir = Path(args["run_dir"])
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = private_dir(Path(args["run_dir"]))
         follower = Follower(
             run_dir=run_dir, world_size=args["world_size"], heartbeat_seconds=args["heartbeat"],
+            # A job taken over (resume) has only its masked handover: what it logs is shown as it is.
+            secret_values=tuple(secret_values(args["handover"], args["secret_env_names"])),
             watchdog=Watchdog(timeout=args["stall_timeout"]),
             straggler_watch=StragglerWatch(margin=args["straggler_margin"], after=args["straggler_after"]),
         )
@@ -82,7 +85,7 @@ class ActionModule(ActionBase):
         take-over (resume) reads on from where the last follower stopped."""
         if args["resume"]:
             return self._taken_over(args, run_dir, task_vars)
-        keep_handover(run_dir, args["handover"])
+        keep_handover(run_dir, args["handover"], args["secret_env_names"])
         return {}
 
     def _taken_over(self, args: dict[str, Any], run_dir: Path, task_vars: dict[str, Any]) -> dict[str, int]:

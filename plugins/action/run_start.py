@@ -19,6 +19,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "keep": {"type": "int", "default": 0},
     "launcher_host": {"type": "str", "default": ""},
     "job_dir": {"type": "str", "default": ""},
+    "secret_env_names": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -39,7 +40,7 @@ class ActionModule(ActionBase):
         if args["launcher_host"] and args["job_dir"]:
             following = following_of(
                 args["launcher_host"], args["job_dir"], task_vars or {}, self._play_context.become,
-                load_extra_vars(self._loader),
+                load_extra_vars(self._loader), args["secret_env_names"],
             )
             write_following(run_dir, following)
         result.update(changed=bool(changes), changes=changes, run_dir=str(run_dir))

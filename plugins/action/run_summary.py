@@ -33,6 +33,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "worker_states": {"type": "dict", "default": {}},
     "phase_stats": {"type": "dict", "default": {}},
     "settings": {"type": "dict", "default": {}},
+    "secret_env_names": {"type": "list", "elements": "str", "default": []},
     "scheduler": {"type": "dict", "default": {}},
     "attempt": {"type": "int", "default": 1},
     "restarts": {"type": "list", "elements": "dict", "default": []},

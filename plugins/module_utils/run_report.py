@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
 
 _DECODER = json.JSONDecoder()
 STALL_FILE = "stall.json"  # the watchdog's finding in the run directory (job_wait)
@@ -481,7 +482,8 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         worker_states=params["worker_states"],
         provision_seconds=provision.get("seconds"),
         provision_changed=provision.get("changed"),
-        extra=params["settings"],
+        # A job's secret environment values never reach summary.json, the report or a tracker.
+        extra=masked(params["settings"], params.get("secret_env_names") or ()),
     )
     summary.update(
         job_name=params["job_name"] or None,
@@ -517,13 +519,13 @@ def _judge_scheduler(summary: dict[str, Any]) -> None:
         summary["status"] = "failed"
 
 
-def write_json(path: Path, data: dict[str, Any] | list[Any], mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` whole (a temporary file renamed over it), with ``mode`` (readable by all unless
-    told otherwise)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_json(path: Path, data: dict[str, Any] | list[Any]) -> None:
+    """Write ``data`` to ``path`` whole (a temporary file renamed over it), readable by its owner only (0600: a run's
+    records name its nodes, settings and results); a missing directory is created 0700."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")
     with os.fdopen(fd, "w") as handle:
         json.dump(data, handle, indent=2, sort_keys=True)
         handle.write("\n")
-    os.chmod(tmp, mode)
+    os.chmod(tmp, 0o600)
     os.replace(tmp, path)

@@ -57,6 +57,18 @@ options:
         description: Where following stopped, by log file name (job_wait's RV(multinode.training.job_wait#module:offsets)).
         type: dict
         default: {}
+      tuning:
+        description:
+          - Each node's tuning, its C(env) the job's environment (the launcher role's C(launcher_tuning) by node).
+          - The value of each secret name of it (as in O(multinode.training.job_wait#module:secret_env_names)) is shown
+            and kept as C(***) wherever the collected logs hold it.
+        type: dict
+        default: {}
+      secret_env_names:
+        description: Environment variable names whose values are secret besides those that look it.
+        type: list
+        elements: str
+        default: []
 """
 
 EXAMPLES = r"""

@@ -120,8 +120,19 @@ options:
         as the launch resolved them; playbooks/attach.yml).
       - Kept in C(follow.json) in O(run_dir) as the attempt starts; the offsets the job's logs were read to are kept
         beside it in C(follow-offsets.json), rewritten after each read that found new text.
+      - Wherever an environment is in it (a key C(env) or ending in C(_env)), the value of each name that looks secret
+        or is in O(secret_env_names) is kept as C(***).
     type: dict
     default: {}
+  secret_env_names:
+    description:
+      - Environment variable names whose values are secret besides those that look it (a C(_)-separated part that
+        is or ends with C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD) or C(CREDENTIAL), in any case).
+      - The secret values of the environments in O(handover) are kept as C(***) in C(follow.json), and shown and
+        kept as C(***) wherever the job's logs hold them (the progress lines, C(live.log), C(progress.jsonl)).
+    type: list
+    elements: str
+    default: []
   resume:
     description:
       - Take over a job whose follower has gone. Its logs are read on from the offsets C(follow-offsets.json)

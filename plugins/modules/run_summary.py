@@ -97,9 +97,19 @@ options:
     type: dict
     default: {}
   settings:
-    description: Launch settings to record in the summary (threads, environment, interfaces, ...).
+    description:
+      - Launch settings to record in the summary (threads, environment, interfaces, ...).
+      - Wherever an environment is in them (a key C(env) or ending in C(_env)), the value of each name that looks
+        secret or is in O(secret_env_names) is recorded as C(***); the name is kept.
     type: dict
     default: {}
+  secret_env_names:
+    description:
+      - Environment variable names whose values are secret besides those that look it (a C(_)-separated part that
+        is or ends with C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD) or C(CREDENTIAL), in any case).
+    type: list
+    elements: str
+    default: []
   scheduler:
     description:
       - How the scheduler the job was submitted to saw it (launcher C(slurm)), recorded as RV(summary.scheduler).

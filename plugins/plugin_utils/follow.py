@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,6 +28,7 @@ from ansible_collections.multinode.training.plugins.module_utils.run_report impo
     STALL_FILE, STRAGGLERS_FILE, read_stragglers, write_json,
 )
 from ansible_collections.multinode.training.plugins.module_utils.run_schema import SUMMARY_FILE
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked, masked_text
 from ansible_collections.multinode.training.plugins.module_utils.stragglers import StragglerWatch
 from ansible_collections.multinode.training.plugins.module_utils.watchdog import Watchdog
 
@@ -56,12 +58,27 @@ COLLECTED_DIR = "nodes"
 REST_MAX_BYTES = 64 * 1024 * 1024
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` (a run directory), created when missing, readable by its owner only (0700) whatever the umask and
+    whoever created it first."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def append_text(path: Path, text: str) -> None:
+    """Add ``text`` to ``path`` (a live file of a run), which is created readable by its owner only (0600)."""
+    with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as file:
+        file.write(text)
+
+
 def start_run_dir(runs_dir: Path, job_id: str, keep: int) -> list[str]:
-    """Make ``runs_dir/job_id`` the running job's directory: created, cleared of an earlier run's live files,
-    ``runs_dir/latest`` pointing at it, and only the newest ``keep`` runs left (0 keeps all). What changed."""
+    """Make ``runs_dir/job_id`` the running job's directory: created (its owner's only: the settings and logs of
+    a job are), cleared of an earlier run's live files, ``runs_dir/latest`` pointing at it, and only the newest
+    ``keep`` runs left (0 keeps all). What changed."""
     run_dir = runs_dir / job_id
     changes = [] if run_dir.is_dir() else [f"created {run_dir}"]
-    run_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(run_dir)
     for name in STALE_FILES:
         if (run_dir / name).exists():
             (run_dir / name).unlink()
@@ -88,6 +105,9 @@ class Follower:
     run_dir: Path
     world_size: int
     heartbeat_seconds: float = 30.0
+    # The secret values of the job's environment (secret_env.secret_values): masked in whatever the job logged before
+    # anything of it is shown or kept.
+    secret_values: tuple[str, ...] = ()
     watchdog: Watchdog = field(default_factory=lambda: Watchdog(timeout=0))
     straggler_watch: StragglerWatch = field(default_factory=lambda: StragglerWatch(margin=0))
     started: set[int] = field(default_factory=set)
@@ -101,7 +121,7 @@ class Follower:
     def feed(self, chunks: Mapping[str, str], now: float | None = None) -> list[str]:
         """Take one job_status result's new text; the lines to show now."""
         now = time.monotonic() if now is None else now
-        records = progress.progress_records(chunks)
+        records = progress.progress_records({name: masked_text(text, self.secret_values) for name, text in chunks.items()})
         self.watchdog.observe(records, now)
         self._append([record for record in records if record["kind"] != "beat"])
         shown = [line for line in map(self._line, records) if line]
@@ -165,19 +185,18 @@ class Follower:
             elif record["kind"] != "epoch":
                 described = progress.describe(record) or f"rank {record['rank']} started on {record['node']}"
                 live.append(f"[job] {described}\n")
-        with open(self.run_dir / LIVE_LOG, "a", encoding="utf-8") as log:
-            log.writelines(live)
-        with open(self.run_dir / PROGRESS_FILE, "a", encoding="utf-8") as log:
-            log.writelines(
-                progress.record_line({**record, "text": progress.describe(record), "time": round(time.time(), 3)})
-                for record in records
-                if record["kind"] != "output"
-            )
+        append_text(self.run_dir / LIVE_LOG, "".join(live))
+        append_text(self.run_dir / PROGRESS_FILE, "".join(
+            progress.record_line({**record, "text": progress.describe(record), "time": round(time.time(), 3)})
+            for record in records
+            if record["kind"] != "output"
+        ))
 
 
-def keep_handover(run_dir: Path, handover: Mapping[str, Any]) -> None:
-    """FOLLOW_STATE: the job's handover, as its attempt starts (no log of it read yet)."""
-    write_json(run_dir / FOLLOW_STATE, {"handover": dict(handover)})
+def keep_handover(run_dir: Path, handover: Mapping[str, Any], secret_env_names: Iterable[str] = ()) -> None:
+    """FOLLOW_STATE: the job's handover, as its attempt starts (no log of it read yet), with each node's secret
+    environment values masked (a job taken over is not launched again: it needs only their names)."""
+    write_json(run_dir / FOLLOW_STATE, {"handover": masked(dict(handover), secret_env_names)})
     keep_offsets(run_dir, {})
 
 
@@ -206,16 +225,18 @@ def recorded_follow_state(run_dir: Path) -> dict[str, Any]:
 
 
 def following_of(  # pylint: disable=too-many-arguments,too-many-positional-arguments
-    launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool, extra_vars: Mapping[str, Any]
+    launcher_host: str, job_dir: str, task_vars: dict[str, Any], become: bool, extra_vars: Mapping[str, Any],
+    secret_env_names: Iterable[str] = (),
 ) -> dict[str, Any]:
     """What FOLLOWING_FILE records besides the follower's process: the inventory, configuration and extra variables
-    the job's ansible-playbook ran with (a process that takes the job over runs with the same), whether its play
-    becomes another user, and the job's node and directory."""
+    the job's ansible-playbook ran with (a process that takes the job over runs with the same, less the launcher's
+    own, so the secret values of an environment among them are masked), whether its play becomes another user, and
+    the job's node and directory."""
     return {
         "inventory": [str(source) for source in task_vars.get("ansible_inventory_sources") or []],
         "ansible_config": str(task_vars.get("ansible_config_file") or ""),
         # As JSON keeps them (a date of a YAML -e file becomes its text).
-        "extra_vars": json.loads(json.dumps(dict(extra_vars), default=str)),
+        "extra_vars": masked(json.loads(json.dumps(dict(extra_vars), default=str)), secret_env_names),
         "become": bool(become),
         "launcher_host": launcher_host,
         "job_dir": job_dir,
@@ -226,16 +247,13 @@ def write_following(run_dir: Path, following: Mapping[str, Any]) -> None:
     """FOLLOWING_FILE: who follows the job (``pid``: this ansible-playbook's process, the parent of the worker
     running the action), the inventory and configuration it runs with, whether its play becomes another user, and
     the job's launcher node and directory."""
-    # The extra variables may hold secrets: only the owner reads it.
-    write_json(run_dir / FOLLOWING_FILE, {**following, "pid": os.getppid()}, mode=0o600)
+    write_json(run_dir / FOLLOWING_FILE, {**following, "pid": os.getppid()})
 
 
 def append_record(run_dir: Path, record: dict[str, Any]) -> None:
     """Add a record the controller made (with its ``text``) to the run's ``live.log`` and ``progress.jsonl``."""
-    with open(run_dir / LIVE_LOG, "a", encoding="utf-8") as log:
-        log.write(f"[job] {record['text']}\n")
-    with open(run_dir / PROGRESS_FILE, "a", encoding="utf-8") as log:
-        log.write(progress.record_line({**record, "time": round(time.time(), 3)}))
+    append_text(run_dir / LIVE_LOG, f"[job] {record['text']}\n")
+    append_text(run_dir / PROGRESS_FILE, progress.record_line({**record, "time": round(time.time(), 3)}))
 
 
 def show(follower: Follower, chunks: Mapping[str, str]) -> None:

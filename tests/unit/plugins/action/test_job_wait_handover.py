@@ -29,7 +29,7 @@ HANDOVER = {"vars": {"launcher_type": "mpiexec", "launcher_world_size": 2}, "run
 JOB_DIR = "/opt/multinode/lab/work/jobs/job-1"
 ARGS = {
     "job_dir": JOB_DIR, "timeout": 60, "poll": 0.0, "check_pid": False, "liveness_every": 10, "container": None,
-    "until": "launcher_exit", "world_size": 2, "resume": False, "handover": HANDOVER,
+    "until": "launcher_exit", "world_size": 2, "resume": False, "handover": HANDOVER, "secret_env_names": [],
 }
 TASK_VARS = {"inventory_hostname": "node1", "ansible_inventory_sources": ["/srv/hosts.yml"], "ansible_config_file": ""}
 
@@ -131,3 +131,19 @@ def test_a_worker_whose_playbook_has_gone_stops_without_writing(
     assert len(node.asked) == 1
     assert not (tmp_path / PROGRESS_FILE).exists()
     assert recorded_follow_state(tmp_path)["offsets"] == {}, "no read recorded after its playbook had gone"
+
+
+SECRET = "s3cr3t-value"
+
+
+def test_follow_json_keeps_every_node_s_environment_with_its_secret_values_masked(
+    action: job_wait.ActionModule, node: Node, tmp_path: Path
+) -> None:
+    env = {"HF_TOKEN": SECRET, "MY_PAT": SECRET + "-2", "KMP_BLOCKTIME": "1"}
+    handover = {**HANDOVER, "tuning": {"node1": {"slots": 2, "env": env}, "node2": {"slots": 2, "env": env}}}
+    follow(action, tmp_path, handover=handover, secret_env_names=["MY_PAT"])
+    written = (tmp_path / FOLLOW_STATE).read_bytes()
+    assert SECRET.encode() not in written
+    tuning = json.loads(written)["handover"]["tuning"]
+    assert tuning["node2"] == {"slots": 2, "env": {"HF_TOKEN": "***", "MY_PAT": "***", "KMP_BLOCKTIME": "1"}}
+    assert all(oct(path.stat().st_mode & 0o777) == oct(0o600) for path in tmp_path.iterdir())

@@ -91,12 +91,12 @@ def test_write_json_writes_sorted_indented_json_ending_in_a_newline(tmp_path: Pa
     assert json.loads(text) == data
 
 
-def test_write_json_is_readable_by_all_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+def test_write_json_is_readable_by_its_owner_only_and_leaves_no_temporary_file(tmp_path: Path) -> None:
     path = tmp_path / "summary.json"
 
     write_json(path, {"a": 1})
 
-    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert os.listdir(tmp_path) == ["summary.json"]
 
 
@@ -106,17 +106,18 @@ def test_write_json_creates_the_parent_directories(tmp_path: Path) -> None:
     write_json(path, {"a": 1})
 
     assert json.loads(path.read_text()) == {"a": 1}
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
 def test_write_json_replaces_an_existing_file_whole(tmp_path: Path) -> None:
     path = tmp_path / "summary.json"
     path.write_text('{"old": "a much longer earlier summary than the new one"}\n')
-    path.chmod(0o600)
+    path.chmod(0o644)
 
     write_json(path, {"new": 1})
 
     assert path.read_text() == '{\n  "new": 1\n}\n'
-    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert os.listdir(tmp_path) == ["summary.json"]
 
 
@@ -274,6 +275,17 @@ def test_every_summary_of_an_ssh_run_has_the_runs_schema(
     assert summary_problems(summary) == []
     assert summary["settings"]["script_args"] == ["--epochs", "3"]
     assert summary["timed_out"] is changes.get("timed_out", False)
+
+
+def test_the_secret_values_of_a_job_s_environment_never_reach_summary_json(tmp_path: Path) -> None:
+    env = {"HF_TOKEN": "s3cr3t-value", "MY_PAT": "s3cr3t-value-2", "KMP_BLOCKTIME": "1"}
+    settings = {**ROLE_SETTINGS, "tuning": {"node1": {"slots": 2, "env": env}, "node2": {"slots": 2, "env": env}}}
+    summary = run_summary(params(collected_run(tmp_path / "run"), settings=settings, secret_env_names=["MY_PAT"]))
+    write_json(tmp_path / "run" / "summary.json", summary)
+    written = (tmp_path / "run" / "summary.json").read_bytes()
+    assert b"s3cr3t-value" not in written
+    shown = json.loads(written)["settings"]["tuning"]["node2"]["env"]
+    assert shown == {"HF_TOKEN": "***", "MY_PAT": "***", "KMP_BLOCKTIME": "1"}, "the names stay, the values go"
 
 
 def test_a_summary_that_departs_from_the_schema_is_caught(tmp_path: Path, summary_problems: Any) -> None:

@@ -226,6 +226,31 @@ def test_files_are_appended_across_feeds(follower: Follower, tmp_path: Path) -> 
     assert len((tmp_path / LIVE_LOG).read_text().splitlines()) == 2
 
 
+def test_the_secret_values_of_the_job_s_environment_are_masked_in_all_it_shows_and_keeps(tmp_path: Path) -> None:
+    follower = Follower(run_dir=tmp_path, world_size=2, secret_values=("s3cr3t-value",), shown_at=0.0, began=0.0)
+    epoch = json.dumps({"event": "epoch", "epoch": 1, "loss": 0.5, "note": "token s3cr3t-value"})
+    os.umask(old := os.umask(0))
+    try:
+        shown = follower.feed(
+            {"node1.log": started(0, "node1") + "[rank 0 node1] HF_TOKEN=s3cr3t-value\n" + f"[rank 0 node1] {epoch}\n",
+             "launcher.log": launcher("abort", reason="rank 0 said s3cr3t-value")},
+            now=1.0,
+        )
+        shown += follower.feed({}, now=40.0)
+    finally:
+        os.umask(old)
+
+    assert "s3cr3t-value" not in "\n".join(shown)
+    assert shown[-1].endswith('"note": "token ***"}'), "the heartbeat names the last output, masked"
+    assert b"s3cr3t-value" not in (tmp_path / PROGRESS_FILE).read_bytes() + (tmp_path / LIVE_LOG).read_bytes()
+    assert "[rank 0 node1] HF_TOKEN=***" in (tmp_path / LIVE_LOG).read_text()
+    assert "stopping every rank: rank 0 said ***" in (tmp_path / PROGRESS_FILE).read_text()
+    # The run's live files are their owner's only, whatever the umask.
+    assert {path.name: path.stat().st_mode & 0o777 for path in tmp_path.iterdir()} == {
+        LIVE_LOG: 0o600, PROGRESS_FILE: 0o600,
+    }
+
+
 def test_a_feed_without_records_writes_no_files(follower: Follower, tmp_path: Path) -> None:
     follower.feed({"node1.log": "torchrun noise without a prefix\n"}, now=1.0)
 
@@ -242,6 +267,18 @@ def test_start_run_dir_creates_it_and_points_latest_at_it(tmp_path: Path) -> Non
     assert (tmp_path / "latest").is_symlink() and (tmp_path / "latest").readlink() == Path("job-1")
     assert len(changes) == 2
     assert start_run_dir(tmp_path, "job-1", keep=0) == [], "a second start changes nothing"
+
+
+def test_start_run_dir_makes_the_run_its_owner_s_only_whatever_the_umask_or_an_earlier_mode(tmp_path: Path) -> None:
+    (tmp_path / "job-old").mkdir(mode=0o755)
+    os.umask(old := os.umask(0))
+    try:
+        start_run_dir(tmp_path, "job-new", keep=0)
+        start_run_dir(tmp_path, "job-old", keep=0)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "job-new").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "job-old").stat().st_mode & 0o777 == 0o700
 
 
 def test_start_run_dir_removes_what_an_earlier_run_of_the_id_left(tmp_path: Path) -> None:
