@@ -12,7 +12,7 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.multinode.training.plugins.module_utils import events, restart
+from ansible_collections.multinode.training.plugins.module_utils import events, restart, world
 from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary, write_json
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
     ATTEMPTS_DIR, COLLECTED_DIR, SUMMARY_FILE, append_record,
@@ -40,6 +40,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "max_restarts": {"type": "int", "default": 0},
     "restart_on": {"type": "list", "elements": "str", "default": list(restart.INFRASTRUCTURE_KINDS),
                    "choices": list(restart.RESTART_ON_CHOICES)},
+    "world_check": {"type": "str", "default": "fail", "choices": list(world.WORLD_CHECKS)},
     "lost_nodes": {"type": "list", "elements": "str", "default": []},
     "min_nodes": {"type": "int", "default": 1},
     "spares": {"type": "list", "elements": "str", "default": []},
@@ -85,6 +86,8 @@ class ActionModule(ActionBase):
             changed=True, path=str(path), summary=summary, restart=decision.restart, restarts=summary["restarts"],
             next_hosts=list(decision.hosts),
         )
+        if summary["status"] == "succeeded" and (summary.get("world") or {}).get("formed") is False:
+            result["warnings"] = [f"{summary['job_id']}: {summary['world']['text']}"]
         return result
 
     def _judged(self, args: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], restart.Decision]:

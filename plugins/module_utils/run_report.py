@@ -31,6 +31,7 @@ from typing import Any
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
+from ansible_collections.multinode.training.plugins.module_utils import world
 
 _DECODER = json.JSONDecoder()
 STALL_FILE = "stall.json"  # the watchdog's finding in the run directory (job_wait)
@@ -94,6 +95,7 @@ class RunRecords:
     agent_logs: dict[str, str] = field(default_factory=dict)
     mpi_log_tail: str = ""  # the end of the launcher node's mpiexec.log
     stall: dict[str, Any] = field(default_factory=dict)  # the watchdog's stall.json, when it stopped the job
+    world: dict[int, dict[str, Any]] = field(default_factory=dict)  # each rank's world record (world.py)
 
 
 def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
@@ -108,6 +110,10 @@ def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
             status = _json_object(_read(path))
             if isinstance(status.get("rank"), int):
                 records.rank_status[status["rank"]] = status
+        for path in sorted(status_dir.glob(world.WORLD_RECORD_GLOB)):
+            record = _json_object(_read(path))
+            if isinstance(record.get("rank"), int):
+                records.world[record["rank"]] = record
         for path in sorted(logs.glob("rank-*.log")):
             rank = path.stem[len("rank-") :]
             if rank.isdigit():
@@ -470,8 +476,9 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
     """The summary of the run collected under ``params["run_dir"]`` (the options of multinode.training.run_summary)."""
     run_dir = Path(params["run_dir"])
     provision = params["phase_stats"].get("provision", {})
+    records = read_run_dir(run_dir, params["node_names"])
     summary = summarize(
-        read_run_dir(run_dir, params["node_names"]),
+        records,
         job_id=params["job_id"],
         launcher=params["launcher"],
         nodes=params["nodes"],
@@ -492,6 +499,7 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         stragglers=read_stragglers(run_dir),
         scheduler=params.get("scheduler") or None,
     )
+    world.judge(summary, records.world, params.get("world_check", "fail"))
     _judge_scheduler(summary)
     return summary
 

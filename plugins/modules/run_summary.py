@@ -141,6 +141,14 @@ options:
     elements: str
     choices: [worker_lost, node_lost, connection, signal, stall, teardown_race, exit]
     default: [worker_lost, node_lost, connection, signal, stall, teardown_race]
+  world_check:
+    description:
+      - What a run whose ranks all exited 0 but did not form one world (from their C(status/world-rank-<N>.json)) is.
+      - V(fail) fails it with that reason first (RV(summary.root_cause_kind) C(world)), V(warn) only says it in
+        RV(summary.world), V(off) judges nothing.
+    type: str
+    choices: [fail, warn, 'off']
+    default: fail
   lost_nodes:
     description:
       - Nodes of O(node_names) lost to the job (they did not answer and did not come back in time). The next attempt
