@@ -33,7 +33,7 @@ import posixpath
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY, LaunchError, LaunchSpec, build
@@ -85,6 +85,7 @@ def render_launch_script(
     LaunchError when ``build(spec)`` does or a host name is unusable.
     """
     argvs = build(spec)
+    _check_words(argvs)
     names = _node_names(spec)
     ssh = _ssh_words(spec)
     launcher = REGISTRY[spec.launcher]
@@ -308,21 +309,25 @@ def _slurm_body(argvs: list[list[str]], job_dir: str, work_dir: str, names: list
             "esac",
         ]
     )
-    batch_lines = [
-        "#!/bin/bash",
-        f"#SBATCH --job-name={job_id}",
-        f"#SBATCH --nodes={len(names)}",
-        f"#SBATCH --nodelist={','.join(names)}",
-        "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --output={posixpath.join(job_dir, 'logs', 'slurm-%j.log')}",
-        f"#SBATCH --chdir={work_dir}",
-        f"exec srun --kill-on-bad-exit=1 bash -c {shlex.quote(node_script)}",
+    batch_lines = ["#!/bin/bash", f"exec srun --kill-on-bad-exit=1 bash -c {shlex.quote(node_script)}"]
+    # The job's options on sbatch's command line, each one quoted word: an #SBATCH line would end at a newline.
+    sbatch = [
+        "sbatch",
+        "--parsable",
+        "--wait",
+        f"--job-name={job_id}",
+        f"--nodes={len(names)}",
+        f"--nodelist={','.join(names)}",
+        "--ntasks-per-node=1",
+        f"--output={posixpath.join(job_dir, 'logs', 'slurm-%j.log')}",
+        f"--chdir={work_dir}",
+        batch,
     ]
     jobid_file = shlex.quote(posixpath.join(job_dir, SLURM_JOB_ID_FILE))
     return [
         "# Slurm runs the job: one task per node, each its node's torchrun agent.",
-        *_heredoc(batch, batch_lines),
-        f'sbatch --parsable --wait {shlex.quote(batch)} >"$logs/sbatch.log" 2>&1 </dev/null &',
+        _write_file(batch, batch_lines),
+        f'{shlex.join(sbatch)} >"$logs/sbatch.log" 2>&1 </dev/null &',
         "sbatch_pid=$!",
         "# sbatch prints the job id when Slurm accepted the job, then waits for it to end.",
         "jobid=",
@@ -340,10 +345,10 @@ def _slurm_body(argvs: list[list[str]], job_dir: str, work_dir: str, names: list
     ]
 
 
-def _heredoc(path: str, lines: list[str]) -> list[str]:
-    """Shell lines that write ``lines`` to ``path`` as they are (a quoted here-document: nothing expands)."""
-    marker = "MULTINODE_EOF"
-    return [f"cat >{shlex.quote(path)} <<'{marker}'", *lines, marker]
+def _write_file(path: str, lines: list[str]) -> str:
+    """A shell command that writes ``lines`` to ``path`` as they are, whatever they hold: each line is one quoted
+    argument of printf (a here-document would end early at a line of a value that equals its marker)."""
+    return _CONTINUATION.join([f"printf '%s\\n' >{shlex.quote(path)}", *map(shlex.quote, lines)])
 
 
 def _node_names(spec: LaunchSpec) -> list[str]:
@@ -357,6 +362,21 @@ def _node_names(spec: LaunchSpec) -> list[str]:
     if len(set(names)) < len(names):
         raise LaunchError(f"node names are not unique: {', '.join(names)}")
     return names
+
+
+# Why a word holding a NUL character is refused (bash will not even run a script that holds one).
+NUL_TEXT = "no program's argument or environment can hold a NUL character"
+
+
+def holding_nul(words: Iterable[str]) -> list[str]:
+    """The words of ``words`` that hold a NUL character."""
+    return [word for word in words if "\0" in word]
+
+
+def _check_words(argvs: list[list[str]]) -> None:
+    held = holding_nul(word for argv in argvs for word in argv)
+    if held:
+        raise LaunchError(f"{NUL_TEXT}: {', '.join(map(repr, held))}")
 
 
 def _wrapped(argv: list[str], program_words: int) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, launch, slurm
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import NUL_TEXT, holding_nul
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ENV_NAME,
     NODE_NAME,
@@ -402,12 +403,14 @@ def ranks_per_node_problems(values: Mapping[str, Any]) -> list[Problem]:
 
 
 def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:
-    """A launcher that hands the program's words to a shell joined by spaces (its registry entry's shell_joined)
-    given a script, argument or launcher_env value a shell would split or expand, which the launch script would refuse
-    only after provisioning. A placeholder stands for a path of the job, which the cluster's names keep shell-safe.
-    ``values`` are the launcher host's own, over the defaults."""
+    """A script, argument or launcher_env value the launcher cannot carry verbatim, which the launch script would
+    refuse only after provisioning: for a launcher that hands the program's words to a shell joined by spaces (its
+    registry entry's shell_joined), any a shell would split or expand (a space, a quote, a newline, ``$``); for every
+    other launcher, which carries any text (the launch script quotes every word), one holding a NUL character, which
+    no argument or environment can hold. A placeholder stands for a path of the job, which the cluster's names keep
+    shell-safe. ``values`` are the launcher host's own, over the defaults."""
     launcher = _launcher(values)
-    if launcher is None or not launcher.shell_joined:
+    if launcher is None:
         return []
     stand_ins = dict.fromkeys(PLACEHOLDERS, "path")
     words = {
@@ -415,11 +418,15 @@ def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:
         "launcher_script_args": expand_placeholders([str(word) for word in _listed(values.get("launcher_script_args"))], stand_ins),
         "launcher_env": [f"{name}={value}" for name, value in _mapped(values.get("launcher_env")).items()],
     }
-    message = f"launcher_type={launcher.name} joins the program's words with spaces and runs them through a shell, which would split or expand"
+    if launcher.shell_joined:
+        message = f"launcher_type={launcher.name} joins the program's words with spaces and runs them through a shell, which would split or expand"
+        refused = launch.shell_unsafe
+    else:
+        message, refused = NUL_TEXT, holding_nul
     return [
         Problem(name, f"{message}: {', '.join(map(repr, unsafe))}")
         for name, given in words.items()
-        if (unsafe := launch.shell_unsafe([word for word in given if word]))
+        if (unsafe := refused([word for word in given if word]))
     ]
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import signal
 import subprocess
 import time
@@ -19,7 +20,11 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     LaunchSpec,
     build,
 )
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import ReadyCheck, render_launch_script
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import (
+    NUL_TEXT,
+    ReadyCheck,
+    render_launch_script,
+)
 from ansible_collections.multinode.training.plugins.module_utils.run_report import parse_events
 
 HOSTS = [
@@ -174,14 +179,20 @@ sleep 60 & wait
 
 
 def run_script(
-    tmp_path: Path, script: str, launcher: str, *, launcher_dir: Path | None = None, env: dict[str, str] | None = None
+    tmp_path: Path,
+    script: str,
+    launcher: str,
+    *,
+    launcher_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+    fake: str = FAKE_LAUNCHER,
 ) -> tuple[int, Path, float]:
-    """Run ``script`` with the fake ssh and launcher on PATH; returns its exit code, logs and seconds."""
+    """Run ``script`` with the fake ssh and launcher (``fake``) on PATH; returns its exit code, logs and seconds."""
     bin_dir, work_dir, logs = tmp_path / "bin", tmp_path / "job" / "work", tmp_path / "job" / "logs"
     launcher_dir = launcher_dir or bin_dir
     for directory in (bin_dir, launcher_dir, work_dir, logs):
         directory.mkdir(parents=True, exist_ok=True)
-    for path, text in ((bin_dir / "ssh", FAKE_SSH), (launcher_dir / launcher, FAKE_LAUNCHER)):
+    for path, text in ((bin_dir / "ssh", FAKE_SSH), (launcher_dir / launcher, fake)):
         path.write_text(text)
         path.chmod(0o755)
     path = tmp_path / "launch.sh"
@@ -401,12 +412,13 @@ def test_env_script_is_sourced_locally_and_by_every_remote_shell(
 
 # ---------------------------------------------------------------- slurm (fake sbatch, srun and scancel)
 
-# sbatch --parsable --wait BATCH: prints job id 42, runs the batch script with its #SBATCH --output, exits with its
-# code; a scancel (the file $JOB/scancelled) ends it as Slurm ends a cancelled job.
+# sbatch --parsable --wait ... --output=LOG ... BATCH: prints job id 42, runs the batch script with its output to LOG,
+# exits with its code; a scancel (the file $JOB/scancelled) ends it as Slurm ends a cancelled job.
 FAKE_SBATCH = r"""#!/bin/bash
 batch="${@: -1}"
 echo 42
-out=$(sed -n 's/^#SBATCH --output=//p' "$batch" | sed 's/%j/42/')
+for option in "$@"; do case "$option" in --output=*) out=${option#--output=} ;; esac; done
+out=${out//%j/42}
 bash "$batch" >"$out" 2>&1 &
 child=$!
 while kill -0 "$child" 2>/dev/null; do
@@ -427,23 +439,28 @@ exit "$status"
 FAKE_SCANCEL = '#!/bin/bash\necho "$@" >"$JOB/scancelled"\n'
 
 
-def slurm_job(tmp_path: Path, nodes: str = "node1 node3", **env: str) -> subprocess.Popen:
-    """The slurm launch script of node1 and node3 started with the fake Slurm commands; ``env`` for the fakes."""
-    run_script(tmp_path, "exit 0\n", "torchrun")  # lays out ssh and the fake torchrun
+def slurm_job(
+    tmp_path: Path, nodes: str = "node1 node3", changes: dict | None = None, fake: str = FAKE_LAUNCHER, **env: str
+) -> subprocess.Popen:
+    """The slurm launch script of node1 and node3 (with ``changes`` to the spec) started with the fake Slurm commands
+    and ``fake`` as torchrun; ``env`` for the fakes."""
+    run_script(tmp_path, "exit 0\n", "torchrun", fake=fake)  # lays out ssh and the fake torchrun
     for name, text in (("sbatch", FAKE_SBATCH), ("srun", FAKE_SRUN), ("scancel", FAKE_SCANCEL)):
         (tmp_path / "bin" / name).write_text(text)
         (tmp_path / "bin" / name).chmod(0o755)
-    (tmp_path / "launch.sh").write_text(render_in(tmp_path, {"launcher": "slurm", "hosts": [HOSTS[0], HOSTS[2]]}))
+    job = {"launcher": "slurm", "hosts": [HOSTS[0], HOSTS[2]], **(changes or {})}
+    (tmp_path / "launch.sh").write_text(render_in(tmp_path, job))
     environment = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "JOB": str(tmp_path / "job"), "NODES": nodes, **env}
     return subprocess.Popen(["bash", str(tmp_path / "launch.sh")], cwd=tmp_path / "job" / "work", env=environment)
 
 
-def test_slurm_batch_script_asks_one_task_per_node_of_the_job():
+def test_slurm_job_asks_one_task_per_node_of_the_job():
     script = render(launcher="slurm")
-    for line in ("#SBATCH --nodes=3", "#SBATCH --nodelist=node1,node2,node3", "#SBATCH --ntasks-per-node=1",
-                 "#SBATCH --output=/work/jobs/job-1/logs/slurm-%j.log", "#SBATCH --job-name=job-1"):
-        assert f"\n{line}\n" in script
-    assert "\nexec srun --kill-on-bad-exit=1 bash -c 'cd /work/jobs/job-1/work || exit\n" in script
+    assert (
+        "\nsbatch --parsable --wait --job-name=job-1 --nodes=3 --nodelist=node1,node2,node3 --ntasks-per-node=1"
+        " --output=/work/jobs/job-1/logs/slurm-%j.log --chdir=/work/jobs/job-1/work /work/jobs/job-1/slurm.sbatch >"
+    ) in script
+    assert "\n  'exec srun --kill-on-bad-exit=1 bash -c '\"'\"'cd /work/jobs/job-1/work || exit\n" in script
 
 
 def test_slurm_job_runs_each_nodes_torchrun_agent_and_records_the_job_id(tmp_path):
@@ -471,3 +488,106 @@ def test_a_signal_to_the_slurm_script_cancels_the_job(tmp_path):
     assert process.wait(timeout=10) == 143
     assert (tmp_path / "job" / "scancelled").read_text() == "42\n"
     assert kinds_of(logs_of(tmp_path))[-1] == "launcher_exit"
+
+
+# ---------------------------------------------------------------- hostile values (issue 39)
+
+# Script arguments and environment values that would split, expand or end a generated script early (the Slurm batch
+# script's here-document ended at a line MULTINODE_EOF) if any layer left them unquoted: each must reach the program
+# as one argument, or one variable, exactly as given, and nothing of them may run.
+HOSTILE = [
+    "a\nMULTINODE_EOF\ntouch pwned",
+    "MULTINODE_EOF",
+    "\nMULTINODE_EOF\n",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "'; touch pwned; '",
+    '"; touch pwned; "',
+    "; touch pwned #",
+    "&& touch pwned",
+    "| touch pwned",
+    ">pwned",
+    "a b\tc",
+    "it's",
+    "\\",
+    "a\\\nb",
+    "${HOME} $0 $1 $$ $ssh_mux_dir",
+    "*",
+    "~",
+    "!x",
+    "#x",
+    "-x",
+    "--",
+    "\n",
+    "",
+    "é 中",
+    "%s %j %C \\n",
+]
+# Stands in for the launcher (or, for tensorflow's worker, the program itself): one JSON line of its arguments and of
+# the HOSTILE_* variables it was given.
+ARGV_DUMP = """#!/usr/bin/env python3
+import json, os, sys
+env = {name: value for name, value in os.environ.items() if name.startswith("HOSTILE_")}
+print(json.dumps({"args": sys.argv[1:], "env": env}))
+"""
+
+
+def hostile_changes(launcher: str) -> dict:
+    hosts = ONE_PER_HOST if REGISTRY[launcher].one_rank_per_node else HOSTS
+    return {
+        "launcher": launcher,
+        "hosts": [hosts[0], hosts[2]],
+        "command": ["hostile-program", *HOSTILE],
+        "env": {f"HOSTILE_{index}": value for index, value in enumerate(HOSTILE)},
+    }
+
+
+def seen_by_the_program(argv: list[str]) -> tuple[str, dict]:
+    """The program ``argv`` runs (after ``env NAME=VALUE ...``) and what ARGV_DUMP prints as that program."""
+    env, words = {}, argv
+    if argv[0] == "env":
+        words = argv[1:]
+        while "=" in words[0]:
+            name, _, value = words[0].partition("=")
+            env[name] = value
+            words = words[1:]
+    return words[0], {"args": words[1:], "env": {name: value for name, value in env.items() if name.startswith("HOSTILE_")}}
+
+
+def dumped(*logs: Path) -> list[dict]:
+    return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+
+
+SSH_LAUNCHERS = [name for name, entry in REGISTRY.items() if entry.scheduler == "none" and not entry.shell_joined]
+
+
+@pytest.mark.parametrize("launcher", SSH_LAUNCHERS)
+def test_every_ssh_launcher_carries_hostile_values_verbatim(tmp_path, launcher):
+    changes = hostile_changes(launcher)
+    programs, expected = zip(*map(seen_by_the_program, build(spec(**changes))))
+    code, logs, _ = run_script(tmp_path, render_in(tmp_path, changes), programs[0], fake=ARGV_DUMP)
+
+    assert code == 0
+    outputs = [logs / "node1.log", logs / "node3.log"] if REGISTRY[launcher].node_agent else [logs / f"{launcher}.log"]
+    assert dumped(*outputs) == list(expected)
+    assert not list(tmp_path.rglob("pwned"))
+
+
+def test_slurm_carries_hostile_values_verbatim(tmp_path):
+    changes = hostile_changes("slurm")
+    _, expected = zip(*map(seen_by_the_program, build(spec(**changes))))
+
+    assert slurm_job(tmp_path, changes=changes, fake=ARGV_DUMP).wait(timeout=20) == 0
+    assert sorted(map(json.dumps, dumped(logs_of(tmp_path) / "slurm-42.log"))) == sorted(map(json.dumps, expected))
+    assert not list(tmp_path.rglob("pwned"))
+
+
+@pytest.mark.parametrize("launcher", [name for name, entry in REGISTRY.items() if entry.shell_joined])
+def test_launchers_that_join_words_for_a_shell_refuse_hostile_values(launcher):
+    with pytest.raises(LaunchError, match="joins the program's words with spaces and runs them through a shell"):
+        render(**hostile_changes(launcher))
+
+
+def test_a_nul_character_is_refused():
+    with pytest.raises(LaunchError, match=f"{NUL_TEXT}: 'a\\\\x00b'"):
+        render(command=["echo", "a\0b"])

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import NUL_TEXT
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 from ansible_collections.multinode.training.plugins.plugin_utils.preflight import HostEntry, Problem
 
@@ -460,10 +462,37 @@ def test_shell_joined_launchers_refuse_words_a_shell_would_change(
     assert found == [Problem(name, SHELL_SPLITS.format(launcher, words)) for name, words in problems]
 
 
-@pytest.mark.parametrize("launcher", [None, "torchrun", "mpiexec", "mpirun", "horovodrun", "tensorflow", "slurm"])
+PASSING_WORDS_AS_THEY_ARE = [name for name, launcher in REGISTRY.items() if not launcher.shell_joined]
+# Values no generated script may end early on or split (issue 39): every launcher that passes words as they are takes
+# them; the shell-joined ones refuse them, each variable named.
+HOSTILE = ["a\nMULTINODE_EOF\ntouch pwned", "$(touch pwned)", "`touch pwned`", "it's", 'a "b"', "\n", "a\\"]
+
+
+@pytest.mark.parametrize("launcher", [None, *PASSING_WORDS_AS_THEY_ARE])
 def test_launchers_that_pass_words_as_they_are_take_any_argument(launcher: str | None) -> None:
-    values = {"launcher_script": "my train.py", "launcher_script_args": ["my run", "$HOME"], "launcher_env": {"A": "b c"}}
+    values = {
+        "launcher_script": "my train.py",
+        "launcher_script_args": ["my run", "$HOME", *HOSTILE],
+        "launcher_env": {"A": "b c", **{f"HOSTILE_{index}": value for index, value in enumerate(HOSTILE)}},
+    }
     assert preflight.shell_word_problems({**values, "launcher_type": launcher}) == []
+
+
+@pytest.mark.parametrize("launcher", [name for name, launcher in REGISTRY.items() if launcher.shell_joined])
+def test_shell_joined_launchers_refuse_every_hostile_value_naming_the_variable(launcher: str) -> None:
+    values = {"launcher_script_args": ["--ok", *HOSTILE], "launcher_env": {"OK": "1", "NOTE": HOSTILE[0]}}
+    found = preflight.shell_word_problems({**values, "launcher_type": launcher})
+    assert found == [
+        Problem("launcher_script_args", SHELL_SPLITS.format(launcher, ", ".join(map(repr, HOSTILE)))),
+        Problem("launcher_env", SHELL_SPLITS.format(launcher, repr(f"NOTE={HOSTILE[0]}"))),
+    ]
+
+
+@pytest.mark.parametrize("launcher", PASSING_WORDS_AS_THEY_ARE)
+def test_no_launcher_takes_a_nul_character(launcher: str) -> None:
+    values = {"launcher_script_args": ["--ok", "a\0b"], "launcher_env": {"OK": "1", "NOTE": "\0"}}
+    found = preflight.shell_word_problems({**values, "launcher_type": launcher})
+    assert found == [Problem("launcher_script_args", f"{NUL_TEXT}: 'a\\x00b'"), Problem("launcher_env", f"{NUL_TEXT}: 'NOTE=\\x00'")]
 
 
 # ------------------------------------------------------------------------------------------------ ranks_per_node_problems
