@@ -36,6 +36,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
 )
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import ReadyCheck, render_launch_script
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import secret_entries
 
 HOSTFILE_MODE = "0640"
 CONTAINER_OPTIONS = dict(
@@ -86,6 +87,7 @@ LAUNCH_OPTIONS = dict(
     container=dict(type="dict", options=CONTAINER_OPTIONS),
     wait_ready=dict(type="bool", default=False),
     ready_timeout=dict(type="int", default=60),
+    secret_env_names=dict(type="list", elements="str", default=[], no_log=False),
     **SPEC_OPTIONS,
 )
 
@@ -94,13 +96,23 @@ def launch_spec(params: dict[str, Any]) -> LaunchSpec:
     """The LaunchSpec the launch options describe; ValueError (HostfileError) if a host or placeholder is invalid."""
     values = {name: params[name] for name in SPEC_OPTIONS}
     values["hosts"] = normalize_hosts(params["hosts"])
-    values["env"] = {str(name): str(value) for name, value in params["env"].items()}
+    # A secret variable reaches the ranks through each node's rank.sh (its secret env file), never a launcher's words.
+    secret = secret_entries(params["env"], params["secret_env_names"])
+    values["env"] = {str(name): str(value) for name, value in params["env"].items() if str(name) not in secret}
     unknown = sorted(set(params["placeholders"]) - set(PLACEHOLDERS))
     if unknown:
         raise ValueError(f"unknown placeholders {', '.join(unknown)}; known: {', '.join(PLACEHOLDERS)}")
     placeholders = {name: str(params["placeholders"].get(name, "")) for name in PLACEHOLDERS}
     values["command"] = expand_placeholders(params["command"], placeholders)
     return LaunchSpec(**values)
+
+
+def hide_secret_values(module: AnsibleModule, env: dict[str, Any], names: list[str]) -> dict[str, str]:
+    """The secret variables of ``env`` (secret_env's rule and ``names``); Ansible masks their values wherever the
+    module's result or arguments are shown."""
+    secret = secret_entries(env, names)
+    module.no_log_values.update(value for value in secret.values() if value)
+    return secret
 
 
 def validated_launch_options(options: dict[str, Any]) -> dict[str, Any]:

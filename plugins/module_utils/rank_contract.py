@@ -170,6 +170,7 @@ def render_rank_wrapper(
     backend: str = "",
     stack_dump_after: int = 0,
     python_path: Sequence[str] = (),
+    secret_env_file: str = "",
 ) -> str:
     """``rank.sh`` for one node: run ``"$@"`` as one rank of the job, with the standard environment.
 
@@ -185,7 +186,9 @@ def render_rank_wrapper(
     ``events.BEAT_SECONDS`` on the launcher's stream (the stall watchdog's input) and, after ``stack_dump_after``
     seconds without progress (0: never), dumps its Python stacks with py-spy into ``logs/stack-rank-<RANK>.txt``.
     The directories of ``python_path`` (the workload's requirements layer) come first on ``PYTHONPATH``, their
-    ``bin`` first on ``PATH``.
+    ``bin`` first on ``PATH``. The job's secret variables are not in the script: it sources ``secret_env_file`` (the
+    node's file of them, readable by the training user only) after ``env``, so that no value of theirs is ever a word
+    of a command line or in a file others can read.
     """
     if not NODE_NAME.fullmatch(node.node):
         raise ContractError(f"node name {node.node!r}: use letters, digits and . _ : @ + - only")
@@ -202,6 +205,8 @@ def render_rank_wrapper(
         lines.append(f". {shlex.quote(env_script)} || exit")
     lines += ["set -u"]
     lines += [f"export {name}={shlex.quote(str(value))}" for name, value in env.items()]
+    if secret_env_file:
+        lines += ["# The job's secret variables, from a file only the training user can read.", f". {shlex.quote(secret_env_file)} || exit"]
     # After env: a PYTHONPATH or PATH given there comes after the layer, not instead of it.
     lines += _python_path_lines(python_path)
     lines += _exit_guard_lines(job)
@@ -215,6 +220,14 @@ def render_rank_wrapper(
     lines += [f"export {name}={shlex.quote(value)}" for name, value in job.variables().items()]
     lines += ["", *_supervision(node.node, job, stack_dump_after)]
     return "\n".join(lines) + "\n"
+
+
+def render_secret_env(env: Mapping[str, str]) -> str:
+    """The node's file of the job's secret variables, which rank.sh sources: one quoted ``export`` per variable."""
+    for name in env:
+        if not ENV_NAME.fullmatch(name):
+            raise ContractError(f"invalid environment variable name {name!r}")
+    return "".join(f"export {name}={shlex.quote(str(value))}\n" for name, value in env.items())
 
 
 def _python_path_lines(python_path: Sequence[str]) -> list[str]:

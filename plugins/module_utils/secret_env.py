@@ -36,6 +36,12 @@ def secret_name(name: str, added: Iterable[str] = ()) -> bool:
     return any(part.endswith(word) or part.endswith(f"{word}S") for part in upper.split("_") for word in SECRET_WORDS)
 
 
+def secret_entries(env: Mapping[Any, Any], added: Iterable[str] = ()) -> dict[str, str]:
+    """The variables of ``env`` whose names look secret or are ``added``, as strings."""
+    added = tuple(added)
+    return {str(name): str(value) for name, value in env.items() if secret_name(str(name), added)}
+
+
 def env_key(key: Any) -> bool:
     """Whether a record's ``key`` names an environment (``env``, ``launcher_env``, ...)."""
     return isinstance(key, str) and (key == "env" or key.endswith("_env"))

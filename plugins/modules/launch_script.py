@@ -76,6 +76,14 @@ options:
     description: Seconds the SSH check waits on each host with O(wait_ready=true).
     type: int
     default: 60
+  secret_env_names:
+    description:
+      - Names in O(env) that are secret besides those that look it (a C(_)-separated part that is or ends with TOKEN,
+        KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL). No secret variable is written into the launch script or any
+        launcher's command line; the ranks get them from their node's rank wrapper (multinode.training.rank_wrapper).
+    type: list
+    elements: str
+    default: []
   placeholders:
     description:
       - Values for the placeholders C({job_id}), C({output_dir}), C({checkpoint_dir}), C({resume_from}),
@@ -374,11 +382,17 @@ hostfile_dialect:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils.launch_files import LAUNCH_OPTIONS, launch, render_launch
+from ansible_collections.multinode.training.plugins.module_utils.launch_files import (
+    LAUNCH_OPTIONS,
+    hide_secret_values,
+    launch,
+    render_launch,
+)
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=LAUNCH_OPTIONS, add_file_common_args=True, supports_check_mode=True)
+    hide_secret_values(module, module.params["env"], module.params["secret_env_names"])
     try:
         rendered = render_launch(module.params)
     except ValueError as exc:  # LaunchError and HostfileError included

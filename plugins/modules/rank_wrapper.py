@@ -93,9 +93,19 @@ options:
     type: str
     default: ""
   env:
-    description: Variables exported before the contract (for example C(OMP_NUM_THREADS) and the interface variables).
+    description:
+      - Variables exported before the contract (for example C(OMP_NUM_THREADS) and the interface variables).
+      - A variable whose name looks secret (a C(_)-separated part that is or ends with TOKEN, KEY, SECRET, PASSWORD,
+        PASSWD or CREDENTIAL) or is in O(secret_env_names) is not written into O(path): it goes to
+        C(<job_dir>/secret.env), mode C(0600) with the wrapper's owner, which the wrapper sources; its value is
+        masked in the module's result.
     type: dict
     default: {}
+  secret_env_names:
+    description: Names in O(env) that are secret besides those that look it.
+    type: list
+    elements: str
+    default: []
   env_script:
     description: Script sourced first (the host-mode oneAPI and Python environment); empty for none.
     type: path
@@ -241,9 +251,12 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     NodeDefaults,
     exit_guard_dir,
     render_rank_wrapper,
+    render_secret_env,
 )
 
 
+# The job's secret variables on each node, beside rank.sh, which sources them.
+SECRET_ENV_FILE = "secret.env"
 # The token is passed as a word to each node's shell by the launch script's SSH check.
 READY_TOKEN = re.compile(r"[A-Za-z0-9._-]*")
 
@@ -275,6 +288,7 @@ def main() -> None:
             python_path=dict(type="list", elements="path", default=[]),
             ready_token=dict(type="str", default="", no_log=False),
             launch=dict(type="dict"),
+            secret_env_names=dict(type="list", elements="str", default=[], no_log=False),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -288,12 +302,15 @@ def main() -> None:
         master_port=params["master_port"],
     )
     job = JobPaths(**{name: params[name] for name in JobPaths.__dataclass_fields__})
-    env = {str(name): str(value) for name, value in params["env"].items()}
+    env, secret_env = split_secret_env(module)
+    secret_path = os.path.join(params["job_dir"], SECRET_ENV_FILE)
     try:
         content = render_rank_wrapper(
             node, job, env, env_script=params["env_script"], backend=params["backend"],
             stack_dump_after=params["stack_dump_after"], python_path=params["python_path"],
+            secret_env_file=secret_path if secret_env else "",
         )
+        secret_content = render_secret_env(secret_env)
         if not READY_TOKEN.fullmatch(params["ready_token"]):
             raise ValueError(f"ready_token {params['ready_token']!r}: only letters, digits, '.', '_' and '-'")
         # Checked and rendered before the node is set up: a launch that cannot be written changes nothing here.
@@ -304,13 +321,33 @@ def main() -> None:
     cleared, created = set_up_job(module)
     written = ensure_content(module, params["path"], content)
     guard = write_exit_guard(module)
+    secrets = write_secret_env(module, secret_path, secret_content)
     ready = write_ready_token(module)
-    changed = written["changed"] or guard["changed"] or ready["changed"] or bool(created) or bool(cleared)
+    changed = any(done["changed"] for done in (written, guard, secrets, ready)) or bool(created) or bool(cleared)
     result = dict(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
     if planned is not None:
         result["launch"] = launch_files.launch(module, *planned, params)
         result["changed"] = result["changed"] or result["launch"]["changed"]
     module.exit_json(**result)
+
+
+def split_secret_env(module: AnsibleModule) -> tuple[dict[str, str], dict[str, str]]:
+    """O(env) as the variables rank.sh may show and the secret ones (secret_env's rule and O(secret_env_names)),
+    whose values Ansible then masks wherever this module's result or arguments are shown."""
+    secret = launch_files.hide_secret_values(module, module.params["env"], module.params["secret_env_names"])
+    env = {str(name): str(value) for name, value in module.params["env"].items()}
+    return {name: value for name, value in env.items() if name not in secret}, secret
+
+
+def write_secret_env(module: AnsibleModule, path: str, content: str) -> dict[str, Any]:
+    """The job's secret variables in ``path``, readable by the training user only (0600); no file without any."""
+    if content:
+        return ensure_content(module, path, content, {**module.params, "path": path, "mode": "0600"})
+    if not os.path.exists(path):
+        return {"changed": False}
+    if not module.check_mode:
+        os.remove(path)
+    return {"changed": True}
 
 
 def write_ready_token(module: AnsibleModule) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,54 @@ def test_a_launch_that_cannot_be_built_is_refused_before_the_node_is_set_up(tmp_
     result = run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")), launch=launch)
     assert result["failed"] and "elastic" in result["msg"]
     assert not job_dir.exists(), "the node was set up although its launch could not be built"
+
+
+SECRET = "s3cr3t-value-9f2"
+
+
+def test_a_secret_variable_goes_to_a_file_only_the_training_user_reads_never_into_the_scripts(
+    tmp_path: Path, run_module
+) -> None:
+    job_dir = tmp_path / "job"
+    env = {"OMP_NUM_THREADS": 8, "HF_TOKEN": SECRET, "TEAM_CODE": "abcd-1234"}
+    result = run_module(
+        rank_wrapper.main,
+        **args(
+            tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh"), env=env, secret_env_names=["TEAM_CODE"],
+            launch=launch_options(job_dir, env=env, secret_env_names=["TEAM_CODE"]),
+        ),
+    )
+    secret_file = job_dir / rank_wrapper.SECRET_ENV_FILE
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    assert secret_file.read_text() == f"export HF_TOKEN={SECRET}\nexport TEAM_CODE=abcd-1234\n"
+    for written in (job_dir / "rank.sh", job_dir / "launch.sh", job_dir / "hostfile"):
+        assert SECRET not in written.read_text() and "abcd-1234" not in written.read_text(), written
+    assert "export OMP_NUM_THREADS=8" in (job_dir / "rank.sh").read_text()
+    assert f". {secret_file} || exit" in (job_dir / "rank.sh").read_text()
+    assert SECRET not in str(result) and "abcd-1234" not in str(result)
+
+
+def test_the_rank_gets_the_secret_variable_from_the_file(tmp_path: Path, run_module) -> None:
+    job_dir = tmp_path / "job"
+    run_module(
+        rank_wrapper.main,
+        **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh"), env={"HF_TOKEN": SECRET},
+               directories=[str(job_dir / "logs"), str(job_dir / "status"), str(tmp_path / "w")], work_dir=str(tmp_path / "w")),
+    )
+    launcher_env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "PATH": "/usr/bin:/bin"}
+    shown = subprocess.run(
+        ["bash", str(job_dir / "rank.sh"), "sh", "-c", 'echo "token=$HF_TOKEN"'],
+        env=launcher_env, capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"token={SECRET}" in shown.stdout
+
+
+def test_a_job_without_secrets_has_no_secret_file(tmp_path: Path, run_module) -> None:
+    job_dir = tmp_path / "job"
+    paths = {"job_dir": str(job_dir), "path": str(job_dir / "rank.sh")}
+    run_module(rank_wrapper.main, **args(tmp_path, env={"HF_TOKEN": SECRET}, **paths))
+    result = run_module(rank_wrapper.main, **args(tmp_path, **paths))
+    assert result["changed"]
+    assert not (job_dir / rank_wrapper.SECRET_ENV_FILE).exists()
+    assert ". " + str(job_dir / rank_wrapper.SECRET_ENV_FILE) not in result["content"]
