@@ -95,7 +95,8 @@ def render_launch_script(
         body = _slurm_body(argvs, job_dir, work_dir, names, spec.job_id)
     else:
         body = _single_launcher_body(spec, argvs[0])
-    lines = _preamble(spec, job_dir, work_dir, env_script) + [""] + _ssh_check(spec, names, ssh, ready)
+    lines = _preamble(spec, job_dir, work_dir, env_script) + [""] + _ssh_multiplexing()
+    lines += [""] + _ssh_check(spec, names, ssh, ready)
     if stage_paths:
         lines += [""] + _staging(spec, names, ssh, stage_paths)
     return "\n".join(lines + [""] + body) + "\n"
@@ -107,12 +108,35 @@ def _source(env_script: str) -> list[str]:
 
 
 # The SSH check's connection to each node is kept open (ControlPersist) and the torchrun agent's session, started
-# moments later, rides on it: one SSH handshake per node on the way to the first rank instead of two.
-SSH_MULTIPLEXING = ("-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/multinode-ssh-%C", "-o", "ControlPersist=10")
+# moments later, rides on it: one SSH handshake per node on the way to the first rank instead of two. The script sets
+# these words (the bash array ssh_mux, _ssh_multiplexing) to the options that do it, or to none.
+SSH_MULTIPLEXING = '"${ssh_mux[@]}"'
+# The control sockets' directory, made by the script with mktemp -d in $TMPDIR (else /tmp): a fresh name nobody could
+# have made first, mode 0700, the training user's. ssh does not check who owns a socket it finds at its ControlPath, so
+# a shared /tmp (host mode) must not hold the socket itself.
+SSH_MUX_DIR = "multinode-ssh.XXXXXXXXXX"
+# The longest directory a control socket fits in: a Unix socket's path holds at most 107 bytes, and ssh puts the
+# socket at <directory>/%C (40 hex digits), first as <that>.<16 random characters>. A longer one (a long $TMPDIR): no
+# multiplexing, as ssh would fail on it.
+SSH_MUX_DIR_MAX = 107 - len("/") - 40 - len(".") - 16
+
+
+def _ssh_multiplexing() -> list[str]:
+    """Lines that set ``ssh_mux`` to the multiplexing options, their sockets in a directory of the script's own
+    (removed when it exits), or leave it empty where no such directory can be made."""
+    return [
+        "# SSH multiplexing: its sockets in a directory of this script's own (mode 0700), or none where it cannot be.",
+        "ssh_mux=()",
+        f'ssh_mux_dir="${{TMPDIR:-/tmp}}/{SSH_MUX_DIR}"',
+        f'if [ "${{#ssh_mux_dir}}" -le {SSH_MUX_DIR_MAX} ] && ssh_mux_dir=$(mktemp -d "$ssh_mux_dir"); then',
+        "  trap 'rm -rf \"$ssh_mux_dir\"' EXIT",
+        '  ssh_mux=(-o ControlMaster=auto -o "ControlPath=$ssh_mux_dir/%C" -o ControlPersist=10)',
+        "fi",
+    ]
 
 
 def _ssh_words(spec: LaunchSpec) -> str:
-    return shlex.join(["ssh", "-p", str(spec.ssh_port), *SSH_MULTIPLEXING])
+    return " ".join(["ssh", "-p", str(spec.ssh_port), SSH_MULTIPLEXING])
 
 
 def _event(kind: str, fields: str = "") -> str:

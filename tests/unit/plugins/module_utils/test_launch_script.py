@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import signal
 import subprocess
 import time
@@ -22,6 +24,8 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
 )
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import (
     NUL_TEXT,
+    SSH_MULTIPLEXING,
+    SSH_MUX_DIR_MAX,
     ReadyCheck,
     render_launch_script,
 )
@@ -119,7 +123,7 @@ def test_quotes_an_argument_with_spaces_for_the_local_and_the_remote_shell():
 def test_quotes_the_directories():
     script = render_launch_script(SPEC, job_dir="/work/my jobs/job-1", work_dir="/work/my code")
     assert "cd '/work/my code' || exit\nlogs='/work/my jobs/job-1/logs'\n" in script
-    assert "ControlPersist=10 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
+    assert f"{SSH_MULTIPLEXING} 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
 
 
 def test_job_id_cannot_break_out_of_the_comment():
@@ -591,3 +595,55 @@ def test_launchers_that_join_words_for_a_shell_refuse_hostile_values(launcher):
 def test_a_nul_character_is_refused():
     with pytest.raises(LaunchError, match=f"{NUL_TEXT}: 'a\\\\x00b'"):
         render(command=["echo", "a\0b"])
+
+
+# ---------------------------------------------------------------- the SSH multiplexing sockets' directory
+
+# In front of the fake ssh: records, for every call, the directory of its ControlPath as it is then (mode, owner,
+# path), or "none" for a call without multiplexing.
+MUX_RECORDER = r"""#!/bin/bash
+dir=
+for word in "$@"; do case "$word" in ControlPath=*) dir=${word#ControlPath=} ;; esac; done
+if [ -n "$dir" ]; then stat -c '%a %u %n' "${dir%/*}" >>"$MUX_LOG"; else echo none >>"$MUX_LOG"; fi
+exec "${0%/*}/fake-ssh" "$@"
+"""
+
+
+def run_recording_mux(tmp_path: Path, **env: str) -> tuple[int, list[str]]:
+    """The torchrun script of node1 and node3 run with MUX_RECORDER in front of the fake ssh; its exit code and what
+    the recorder saw."""
+    run_script(tmp_path, "exit 0\n", "torchrun")  # lays out the fake programs
+    bin_dir = tmp_path / "bin"
+    (bin_dir / "ssh").rename(bin_dir / "fake-ssh")
+    (bin_dir / "ssh").write_text(MUX_RECORDER)
+    (bin_dir / "ssh").chmod(0o755)
+    (tmp_path / "launch.sh").write_text(render_in(tmp_path, {"hosts": [HOSTS[0], HOSTS[2]]}))
+    mux_log = tmp_path / "mux.log"
+    environment = {"PATH": f"{bin_dir}:/usr/bin:/bin", "JOB": str(tmp_path / "job"), "MUX_LOG": str(mux_log), **env}
+    done = subprocess.run(["bash", str(tmp_path / "launch.sh")], cwd=tmp_path, env=environment, capture_output=True, check=False)
+    return done.returncode, mux_log.read_text().splitlines()
+
+
+def test_the_ssh_sockets_live_in_a_fresh_directory_of_mode_0700_removed_at_the_end(tmp_path):
+    code, seen = run_recording_mux(tmp_path)
+
+    assert code == 0
+    assert len(seen) == 4  # each node's check and agent
+    assert {line.rsplit(" ", 1)[0] for line in seen} == {f"700 {os.getuid()}"}
+    (directory,) = {line.rsplit(" ", 1)[1] for line in seen}
+    assert re.fullmatch(r"/tmp/multinode-ssh\.[A-Za-z0-9]{10}", directory)
+    assert len(directory) <= SSH_MUX_DIR_MAX
+    assert not Path(directory).exists(), "the script left its sockets' directory behind"
+
+
+@pytest.mark.parametrize("tmpdir", ["long", "/nonexistent/multinode"])
+def test_without_a_usable_directory_ssh_runs_without_multiplexing(tmp_path, tmpdir):
+    """A socket path past the Unix limit would make ssh fail, and a directory that cannot be made holds no socket."""
+    directory = tmp_path / ("x" * SSH_MUX_DIR_MAX) if tmpdir == "long" else Path(tmpdir)
+    if tmpdir == "long":
+        directory.mkdir()
+    code, seen = run_recording_mux(tmp_path, TMPDIR=str(directory))
+
+    assert code == 0
+    assert seen == ["none"] * 4
+    assert tmpdir != "long" or not list(directory.iterdir())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import stat
 from pathlib import Path
 from typing import Any, Callable
@@ -279,11 +278,11 @@ def test_a_hostfile_the_dialect_cannot_express_fails_cleanly(run_module: RunModu
 
 
 def test_torchrun_script_multiplexes_ssh_on_the_check_and_every_agent_line(run_module: RunModule, tmp_path: Path) -> None:
-    ssh = shlex.join(["ssh", "-p", "2222", *SSH_MULTIPLEXING])
-    assert "ControlMaster=auto" in ssh and "ControlPersist=" in ssh
+    ssh = f"ssh -p 2222 {SSH_MULTIPLEXING}"
 
     lines = run_in(run_module, tmp_path)["content"].splitlines()
 
+    assert '  ssh_mux=(-o ControlMaster=auto -o "ControlPath=$ssh_mux_dir/%C" -o ControlPersist=10)' in lines
     check_lines = [line for line in lines if line.startswith("check() {")]
     assert len(check_lines) == 1
     assert check_lines[0].startswith(f'check() {{ {ssh} "$2" true ')
