@@ -28,6 +28,7 @@ taken from the spec is quoted with shlex.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import posixpath
 import re
@@ -82,11 +83,12 @@ def render_launch_script(
     shell. ``ready``, when given, makes the SSH check wait for each node's
     set-up of this launch. ``stage_paths`` (absolute files or directories on the launcher node)
     are copied to the same path on every other node that lacks them. Raises
-    LaunchError when ``build(spec)`` does or a host name is unusable.
+    LaunchError when ``build(spec)`` does, or a host's name or address is unusable.
     """
     argvs = build(spec)
     _check_words(argvs)
     names = _node_names(spec)
+    _check_addresses(spec)
     ssh = _ssh_words(spec)
     launcher = REGISTRY[spec.launcher]
     if launcher.node_agent:
@@ -135,8 +137,10 @@ def _ssh_multiplexing() -> list[str]:
     ]
 
 
-def _ssh_words(spec: LaunchSpec) -> str:
-    return " ".join(["ssh", "-p", str(spec.ssh_port), SSH_MULTIPLEXING])
+def _ssh_words(spec: LaunchSpec, *options: str) -> str:
+    """``ssh`` with the cluster's port, the multiplexing and ``options``, ending with ``--``: the destination that
+    follows is never read as an option."""
+    return " ".join(["ssh", "-p", str(spec.ssh_port), SSH_MULTIPLEXING, *map(shlex.quote, options), "--"])
 
 
 def _event(kind: str, fields: str = "") -> str:
@@ -242,6 +246,7 @@ def _per_node_body(
     source = f"{shlex.join(_source(env_script))} && " if env_script else ""
     pid_file = shlex.quote(posixpath.join(job_dir, "agent.pid"))
     ssh = _ssh_words(spec)
+    ssh_to_stop = _ssh_words(spec, "-o", "ConnectTimeout=5")
     lines = [
         f"# One {spec.launcher} agent per node over SSH, its pid in that node's job directory, its output in $logs/<node>.log.",
         "declare -A agents addresses",
@@ -264,7 +269,7 @@ def _per_node_body(
         "  aborted=true",
         "  " + _event(events.ABORT, r', \"reason\": \"$1\"'),
         '  for node in "${agents[@]}"; do',
-        f'    {ssh} -o ConnectTimeout=5 "${{addresses[$node]}}" {kill_agent} </dev/null >/dev/null 2>&1 &',
+        f'    {ssh_to_stop} "${{addresses[$node]}}" {kill_agent} </dev/null >/dev/null 2>&1 &',
         "  done",
         f'  (sleep {ABORT_GRACE_SECONDS}; kill "${{!agents[@]}}") </dev/null >/dev/null 2>&1 &',
         "  cutter=$!",
@@ -386,6 +391,36 @@ def _node_names(spec: LaunchSpec) -> list[str]:
     if len(set(names)) < len(names):
         raise LaunchError(f"node names are not unique: {', '.join(names)}")
     return names
+
+
+# What the launch script's SSH takes as a node's address (the preflight refuses anything else in the first play).
+ADDRESS_TEXT = (
+    "an IP address or a host name (dot-separated labels of letters, digits, - and _, none starting or ending with -)"
+)
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+# The zone of a link-local IPv6 address (fe80::1%eth0): an interface's name or index. Python takes any text there.
+_IPV6_ZONE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
+
+
+def is_address(text: str) -> bool:
+    """``text`` is an IPv4 or IPv6 address, or a host name of RFC 1123 labels (with _ as well: resolvers and Docker's
+    DNS take it) whose last label is not all digits (``10.0.0.256`` is no name). Nothing else (an ssh option such as
+    ``-oProxyCommand=x``, a ``user@host``, spaces, shell characters) can be a node's address."""
+    address, percent, zone = text.partition("%")
+    try:
+        version = ipaddress.ip_address(address).version
+    except ValueError:
+        labels = text.split(".")
+        return len(text) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit()
+    return not percent or (version == 6 and bool(_IPV6_ZONE.fullmatch(zone)))
+
+
+def _check_addresses(spec: LaunchSpec) -> None:
+    for host in spec.hosts:
+        if not is_address(host.address):
+            raise LaunchError(
+                f"node {host.name}: {host.address!r} cannot be the address SSH connects to; use {ADDRESS_TEXT}"
+            )
 
 
 # Why a word holding a NUL character is refused (bash will not even run a script that holds one).

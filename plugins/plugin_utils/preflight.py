@@ -18,7 +18,12 @@ from typing import Any
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, launch, slurm
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import NUL_TEXT, holding_nul
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import (
+    ADDRESS_TEXT,
+    NUL_TEXT,
+    holding_nul,
+    is_address,
+)
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ENV_NAME,
     NODE_NAME,
@@ -91,6 +96,12 @@ def _matching(pattern: re.Pattern[str], allowed: str, empty_ok: bool = False) ->
         return f"{text!r} is not allowed; use {allowed}"
 
     return rule
+
+
+def _address(value: Any) -> str | None:
+    """An address the nodes are reached at (empty: found by the cluster role)."""
+    text = str(value)
+    return None if text == "" or is_address(text) else f"{text!r} is not allowed; use {ADDRESS_TEXT}"
 
 
 def _safe_path(absolute: bool) -> Rule:
@@ -182,6 +193,7 @@ OPTIONAL_NAME = _matching(SAFE_NAME, f"empty, or {NAME_TEXT}", empty_ok=True)
 NAMED_RULES: dict[str, Rule] = {
     "cluster_name": NAME,
     "cluster_user": _matching(USER_NAME, "a Linux user name: lower-case letters, digits, _ and -, at most 32"),
+    "cluster_address": _address,
     "cluster_root": _safe_path(absolute=True),
     "launcher_script": _safe_path(absolute=False),
     "launcher_job_id": OPTIONAL_NAME,
@@ -327,7 +339,8 @@ class HostEntry:
 
 
 def inventory_problems(launchers: list[str], workers: list[str], hosts: list[HostEntry], groups: tuple[str, str]) -> list[Problem]:
-    """Exactly one launcher, not also a worker; host names usable in paths; no two hosts on one endpoint."""
+    """Exactly one launcher, not also a worker; host names usable in paths, addresses that are addresses; no two hosts
+    on one endpoint."""
     launcher_group, workers_group = groups
     problems = []
     if len(launchers) != 1:
@@ -340,8 +353,10 @@ def inventory_problems(launchers: list[str], workers: list[str], hosts: list[Hos
             Problem(f"group {workers_group}", f"{', '.join(both)} also in group {launcher_group}; the launcher runs a rank already, list it once")
         )
     for host in hosts:
-        if not (NODE_NAME.fullmatch(host.name) and host.name[0].isalnum()):
+        named = bool(NODE_NAME.fullmatch(host.name)) and host.name[0].isalnum()
+        if not named:
             problems.append(Problem("inventory name", f"not allowed (it names files and SSH entries); use {HOST_NAME_TEXT}", (host.name,)))
+        problems += _connect_address_problems(host, named)
     problems += _duplicates("inventory name", {host.name: host.name.lower() for host in hosts}, "differ only in case")
     same_machine = _duplicates(
         "ansible_host/ansible_port",
@@ -355,6 +370,20 @@ def inventory_problems(launchers: list[str], workers: list[str], hosts: list[Hos
     )
     reported = {problem.hosts for problem in same_machine}
     return problems + same_machine + [problem for problem in same_sshd if problem.hosts not in reported]
+
+
+def _connect_address_problems(host: HostEntry, named: bool) -> list[Problem]:
+    """The address SSH reaches ``host`` at (ansible_host, else the inventory name), which the launch script's SSH may
+    also use: never an ssh option (``-oProxyCommand=...``), a ``user@host`` or shell text. A bad inventory name used as
+    the address is reported once, as the name."""
+    if is_address(host.connect_address):
+        return []
+    if host.connect_address != host.name:
+        return [Problem("ansible_host", f"{host.connect_address!r} is not allowed; use {ADDRESS_TEXT}", (host.name,))]
+    if not named:
+        return []
+    message = f"{host.name!r} is the address when ansible_host is not set, and it is not one; set ansible_host to"
+    return [Problem("ansible_host", f"{message} {ADDRESS_TEXT}", (host.name,))]
 
 
 def _duplicates(variable: str, keys: Mapping[str, str], message: str) -> list[Problem]:

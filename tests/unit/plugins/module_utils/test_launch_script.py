@@ -123,7 +123,7 @@ def test_quotes_an_argument_with_spaces_for_the_local_and_the_remote_shell():
 def test_quotes_the_directories():
     script = render_launch_script(SPEC, job_dir="/work/my jobs/job-1", work_dir="/work/my code")
     assert "cd '/work/my code' || exit\nlogs='/work/my jobs/job-1/logs'\n" in script
-    assert f"{SSH_MULTIPLEXING} 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
+    assert "-- 10.0.0.1 'cd '\"'\"'/work/my code'\"'\"' && echo $$ " in script
 
 
 def test_job_id_cannot_break_out_of_the_comment():
@@ -153,12 +153,12 @@ def test_build_errors_propagate():
 
 # ---------------------------------------------------------------- running the scripts
 
-# ssh [-p PORT] [-o OPT] ADDRESS COMMAND...: run COMMAND through a shell, as sshd does, with the job
+# ssh [-p PORT] [-o OPT] -- ADDRESS COMMAND...: run COMMAND through a shell, as sshd does, with the job
 # directory (all "nodes" are this machine) renamed per address, so each node has its own agent.pid.
 # The SSH check (`true`) of 10.0.0.9 is refused, as a host whose key changed is.
 FAKE_SSH = r"""#!/bin/bash
-while [ "${1#-}" != "$1" ]; do shift 2; done
-address=$1; shift
+while [ "$1" != -- ]; do shift 2; done
+address=$2; shift 2
 command="$*"
 if [ "$address" = 10.0.0.9 ] && [ "$command" = true ]; then
   echo "Host key for [$address]:2222 has changed and you have requested strict checking." >&2
@@ -595,6 +595,34 @@ def test_launchers_that_join_words_for_a_shell_refuse_hostile_values(launcher):
 def test_a_nul_character_is_refused():
     with pytest.raises(LaunchError, match=f"{NUL_TEXT}: 'a\\\\x00b'"):
         render(command=["echo", "a\0b"])
+
+
+# ---------------------------------------------------------------- node addresses
+
+
+def with_second_host_at(address: str) -> list[HostEntry]:
+    return [HOSTS[0], HostEntry(name="node2", address=address, slots=2), HOSTS[2]]
+
+
+@pytest.mark.parametrize("address", ["10.0.0.2", "fe80::2", "fe80::2%eth1", "node-2.example.com", "node_2"])
+def test_addresses_ssh_takes_as_a_destination(address):
+    assert f"-- {address} " in render(hosts=with_second_host_at(address))
+
+
+@pytest.mark.parametrize("address", ["-oProxyCommand=x", "a b", "a;b", "", "admin@node2", "$(touch pwned)", "node2\n"])
+def test_an_address_that_is_no_address_is_refused(address):
+    with pytest.raises(LaunchError, match=f"node node2: {re.escape(repr(address))} cannot be the address SSH connects to"):
+        render(hosts=with_second_host_at(address))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_no_ssh_destination_can_be_read_as_an_option(launcher):
+    """Every ssh of the script ends its options with --, so an address starting with - would still be an address."""
+    hosts = ONE_PER_HOST if REGISTRY[launcher].one_rank_per_node else HOSTS
+    script = render_launch_script(spec(launcher=launcher, hosts=hosts), **DIRS, stage_paths=["/work/checkpoints/3"])
+    calls = re.findall(r"\bssh (.*?) -- ", script)
+    assert len(calls) == script.count("ssh -p") > 0
+    assert set(calls) <= {f"-p 2222 {SSH_MULTIPLEXING}", f"-p 2222 {SSH_MULTIPLEXING} -o ConnectTimeout=5"}
 
 
 # ---------------------------------------------------------------- the SSH multiplexing sockets' directory

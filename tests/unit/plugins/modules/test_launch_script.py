@@ -285,9 +285,9 @@ def test_torchrun_script_multiplexes_ssh_on_the_check_and_every_agent_line(run_m
     assert '  ssh_mux=(-o ControlMaster=auto -o "ControlPath=$ssh_mux_dir/%C" -o ControlPersist=10)' in lines
     check_lines = [line for line in lines if line.startswith("check() {")]
     assert len(check_lines) == 1
-    assert check_lines[0].startswith(f'check() {{ {ssh} "$2" true ')
+    assert check_lines[0].startswith(f'check() {{ {ssh} -- "$2" true ')
     agent_lines = [line for line in lines if line.startswith("ssh ")]
-    assert [line.split()[len(ssh.split())] for line in agent_lines] == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert [line.split()[len(ssh.split()) + 1] for line in agent_lines] == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
     for line in agent_lines:
         assert line.startswith(f"{ssh} ")
         assert "torchrun" in line

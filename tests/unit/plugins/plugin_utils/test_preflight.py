@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import NUL_TEXT
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import ADDRESS_TEXT, NUL_TEXT
 from ansible_collections.multinode.training.plugins.plugin_utils import preflight
 from ansible_collections.multinode.training.plugins.plugin_utils.preflight import HostEntry, Problem
 
@@ -329,6 +329,64 @@ def test_two_hosts_sharing_an_sshd_endpoint() -> None:
 def test_hosts_of_one_machine_with_their_own_ssh_ports_are_valid() -> None:
     hosts = [entry("node0", "10.0.0.1"), entry("node1", "10.0.0.2", 2201, 12346), entry("node2", "10.0.0.2", 2202, 12347)]
     assert inventory(hosts) == []
+
+
+# An address is what ssh, the hostfiles and the launchers take as a node: an IP literal or a host name (underscores
+# allowed: Docker's DNS and /etc/hosts resolve them, ssh takes them).
+ADDRESSES = ["10.0.0.9", "fe80::1", "fe80::1%eth0", "2001:db8::9", "node-1.example.com", "node_1", "NODE9", "a"]
+NOT_ADDRESSES = [
+    "-oProxyCommand=x",
+    "-p",
+    "a b",
+    "a;b",
+    "",
+    "admin@node9",
+    "node9\n",
+    "$(reboot)",
+    "node-.example.com",
+    "node..example.com",
+    "node.example.com.",
+    "10.0.0.256",
+    "10.0.0.1%eth0",
+    "fe80::1%eth0;reboot",
+    "[fe80::1]",
+    "x" * 64,
+]
+
+
+@pytest.mark.parametrize("address", ADDRESSES)
+def test_an_ansible_host_that_is_an_address_passes(address: str) -> None:
+    assert inventory([*VALID_HOSTS, entry("node9", address)]) == []
+
+
+@pytest.mark.parametrize("address", NOT_ADDRESSES)
+def test_an_ansible_host_that_is_no_address_is_refused_naming_the_host(address: str) -> None:
+    problem = assert_single(inventory([*VALID_HOSTS, entry("node9", address)]), "ansible_host", hosts=("node9",))
+    assert problem.message == f"{address!r} is not allowed; use {ADDRESS_TEXT}"
+
+
+@pytest.mark.parametrize("name", ["node_1", "node-1.example.com", "10.0.0.9"])
+def test_an_inventory_name_without_ansible_host_is_the_address(name: str) -> None:
+    assert inventory([*VALID_HOSTS, entry(name, name)]) == []
+
+
+def test_an_inventory_name_that_is_no_address_needs_an_ansible_host() -> None:
+    problem = assert_single(inventory([*VALID_HOSTS, entry("admin@node9", "admin@node9")]), "ansible_host", hosts=("admin@node9",))
+    assert problem.message.startswith("'admin@node9' is the address when ansible_host is not set, and it is not one; set ansible_host")
+
+
+def test_a_bad_inventory_name_used_as_the_address_is_reported_once() -> None:
+    assert_single(inventory([*VALID_HOSTS, entry("-oProxyCommand=x", "-oProxyCommand=x")]), "inventory name", hosts=("-oProxyCommand=x",))
+
+
+@pytest.mark.parametrize("address", [*ADDRESSES, ""])
+def test_a_cluster_address_that_is_an_address_or_empty_passes(address: str) -> None:
+    assert problems_of(cluster_address=address) == []
+
+
+@pytest.mark.parametrize("address", [address for address in NOT_ADDRESSES if address])
+def test_a_cluster_address_that_is_no_address_is_refused(address: str) -> None:
+    assert_single(problems_of(cluster_address=address), "cluster_address", f"{address!r} is not allowed; use {ADDRESS_TEXT}")
 
 
 # --------------------------------------------------------------------------------------- controller_problems
