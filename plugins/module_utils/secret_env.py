@@ -11,7 +11,8 @@ shown. A part that only ends like a word is masked (``MONKEY``): a value hidden 
 shown. Names a user adds (the launcher role's ``launcher_secret_env_names``) are secret whole, whatever their parts.
 
 Wherever a record holds an environment (a mapping under a key ``env`` or ending in ``_env``, or Kubernetes' list of
-``{name, value}`` under such a key), :func:`masked` shows each secret value as MASK and the name as it is.
+``{name, value}`` under such a key), :func:`masked` shows each secret value as MASK and the name as it is; given the
+values themselves (:func:`secret_values`), it masks them in any text of the record too (a message, a log line).
 
 Imports nothing else of the collection: the multinode-training package loads it from its file.
 """
@@ -63,16 +64,18 @@ def masked_env(env: Any, added: Iterable[str] = ()) -> Any:
     return env
 
 
-def masked(record: Any, added: Iterable[str] = ()) -> Any:
-    """A copy of ``record`` (mappings, lists and plain values) with every environment in it masked."""
-    added = tuple(added)
+def masked(record: Any, added: Iterable[str] = (), values: Iterable[str] = ()) -> Any:
+    """A copy of ``record`` (mappings, lists and plain values) with every environment in it masked, and each of
+    ``values`` (secret_values') in any text of it as MASK."""
+    added, values = tuple(added), tuple(values)
     if isinstance(record, Mapping):
         return {
-            key: masked_env(value, added) if env_key(key) else masked(value, added) for key, value in record.items()
+            key: masked(masked_env(value, added) if env_key(key) else value, added, values)
+            for key, value in record.items()
         }
     if isinstance(record, (list, tuple)):
-        return [masked(item, added) for item in record]
-    return record
+        return [masked(item, added, values) for item in record]
+    return masked_text(record, values) if isinstance(record, str) else record
 
 
 def secret_values(record: Any, added: Iterable[str] = ()) -> list[str]:

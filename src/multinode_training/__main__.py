@@ -8,7 +8,8 @@
     multinode-training attach [RUN]                         take over a job nobody follows: follow, collect it
 
 RUN is a run directory, or the name of one in ``--runs-dir`` (default ``runs``); ``latest`` (the default) is the
-job started last.
+job started last. ``-e`` takes what ansible-playbook's does: ``VAR=VALUE`` words, a JSON object, or ``@FILE`` (YAML
+or JSON), which keeps a secret such as a token off every command line.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+import yaml
 
 from multinode_training.api import FOLLOWING_FILE, LIVE_LOG, SUMMARY_FILE, RunNotFoundError, nobody_follows, plan
 from multinode_training.jobs import Job, list_runs, new_lines, submit
@@ -59,9 +62,13 @@ def watch(run_dir: Path, out: TextIO | None = None, poll: float = POLL_SECONDS) 
 
 
 def extra_vars(given: list[str]) -> dict[str, Any]:
-    """``-e`` values as ansible-playbook takes them: ``VAR=VALUE`` words (strings) or a JSON object."""
+    """``-e`` values as ansible-playbook takes them: ``VAR=VALUE`` words (strings), a JSON object, or ``@FILE``, a
+    YAML or JSON file of them (where a secret such as a token stays off every command line)."""
     variables: dict[str, Any] = {}
     for text in given:
+        if text.startswith("@"):
+            variables.update(variables_file(Path(text[1:]).expanduser()))
+            continue
         if text.lstrip().startswith("{"):
             variables.update(json.loads(text))
             continue
@@ -71,6 +78,17 @@ def extra_vars(given: list[str]) -> dict[str, Any]:
                 raise ValueError(f"-e {word!r}: give VAR=VALUE or a JSON object")
             variables[name] = value
     return variables
+
+
+def variables_file(path: Path) -> dict[str, Any]:
+    """The variables a ``-e @FILE`` file holds (YAML, JSON included); ValueError naming it when it holds none."""
+    try:
+        found = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(f"-e @{path}: {error}") from error
+    if not isinstance(found, dict):
+        raise ValueError(f"-e @{path}: the file holds no mapping of variable names to values")
+    return found
 
 
 def parser_of() -> argparse.ArgumentParser:
@@ -84,7 +102,7 @@ def parser_of() -> argparse.ArgumentParser:
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("inventory")
-        command.add_argument("-e", "--extra-vars", action="append", default=[], help="VAR=VALUE or a JSON object")
+        command.add_argument("-e", "--extra-vars", action="append", default=[], help="VAR=VALUE, a JSON object, or @FILE (YAML or JSON)")
         if name != "plan":
             command.add_argument(
                 "--no-provision", action="store_true", help="a provisioned cluster: the job only (playbooks/launch.yml)"

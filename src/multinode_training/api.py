@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
 import importlib.util
@@ -13,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -145,14 +144,28 @@ def read_json(path: Path) -> Any:
         return None
 
 
-@contextlib.contextmanager
-def _private_data_dir(kept: Path | None) -> Iterator[str]:
-    """ansible-runner's private data directory: ``kept``, else a temporary one removed afterwards."""
-    if kept is not None:
-        yield str(kept)
-        return
-    with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
-        yield private
+def private_dir(path: Path) -> Path:
+    """``path`` (a run directory, the queue), created when missing, readable by its owner only (0700) whatever the
+    umask and whoever created it first (the collection's run_start makes a run directory the same way)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path`` created empty, or emptied, readable and writable by its owner only (0600) whatever the umask."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+    path.chmod(0o600)
+    return path
+
+
+def masking(extravars: Mapping[str, Any], collection: Path) -> Callable[[Any], Any]:
+    """What shows a record of the run (an ansible-runner event, a job file) without the secret values of the job's
+    environments: the collection's secret_env rule, with the names and the values the extra variables give."""
+    secrets = _collection_module(collection, "secret_env")
+    added = tuple(extravars.get("launcher_secret_env_names") or ())
+    values = tuple(secrets.secret_values(dict(extravars), added))
+    return lambda record: secrets.masked(record, added, values)
 
 
 @dataclass
@@ -161,6 +174,8 @@ class _Session:
 
     on_record: Callable[[Record], None]
     translate: Translator = field(default_factory=Translator)
+    # Set by run(): what masks an event before it is kept (ansible-runner's job_events) or translated.
+    mask: Callable[[Any], Any] = field(default=lambda event: event)
     events: queue.SimpleQueue[dict[str, Any]] = field(default_factory=queue.SimpleQueue)
     hard_stop: threading.Event = field(default_factory=threading.Event)
 
@@ -179,8 +194,15 @@ class _Session:
     ) -> Any:
         """Run ``playbook`` over ``inventory`` (a path, or the list of sources an earlier run used); between events,
         read ``progress``. A KeyboardInterrupt calls ``on_interrupt`` (and the run goes on, so the job ends cleanly);
-        a second one stops ansible-playbook at once. ansible-runner's private data (its artifacts: stdout, job events)
-        stays in ``artifacts_dir`` when given. ``ansible_config`` (else the collection's ansible.cfg) configures it."""
+        a second one stops ansible-playbook at once. ansible-runner's artifacts (stdout, job events) stay in
+        ``artifacts_dir``/artifacts when given, each event with the secret values of the job's environments masked.
+        ``ansible_config`` (else the collection's ansible.cfg) configures it.
+
+        The extra variables reach ansible-playbook as a file, ``-e @<private data dir>/env/extravars`` (mode 0600),
+        never on its command line: the private data directory is a new temporary one (0700), outside the run
+        directory, removed when the playbook has ended (an earlier run's env/extravars there would make
+        ansible-runner pass the new ones on the command line)."""
+        self.mask = masking(extravars, collection_dir)
         config = collection_dir / "ansible.cfg"
         env = runner_env(ansible_config or (config if config.exists() else None))
         sources = (
@@ -189,10 +211,11 @@ class _Session:
             else str(Path(inventory).resolve())
         )
         if artifacts_dir is not None:
-            artifacts_dir.mkdir(parents=True, exist_ok=True)
-        with _private_data_dir(artifacts_dir) as private:
+            private_dir(artifacts_dir)
+        with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
             thread, runner = ansible_runner.run_async(
                 private_data_dir=private,
+                artifact_dir=str(artifacts_dir / "artifacts") if artifacts_dir is not None else None,
                 project_dir=str(collection_dir),
                 playbook=f"playbooks/{playbook}",
                 inventory=sources,
@@ -218,6 +241,8 @@ class _Session:
         return runner
 
     def _queue(self, event: dict[str, Any]) -> bool:
+        # ansible-runner keeps the very event it passed here (job_events/): masked in place.
+        event.update(self.mask(event))
         self.events.put(event)
         return True
 
@@ -276,7 +301,7 @@ def train(
     collection = find_collection(collection_dir)
     job_id = job_id_for(extravars or {}, collection)
     runs = Path(runs_dir).expanduser().resolve()
-    run_dir = runs / job_id
+    run_dir = private_dir(runs / job_id)
     variables = {**(extravars or {}), "launcher_job_id": job_id, "launcher_runs_dir": str(runs)}
     deliver = on_event or (lambda record: None)
     wanted = threading.Event()

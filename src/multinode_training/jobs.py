@@ -42,7 +42,10 @@ from multinode_training.api import (
     cancel,
     find_collection,
     job_id_for,
+    masking,
     nobody_follows,
+    private_dir,
+    private_file,
     process_alive,
     read_json,
     recorded_pid,
@@ -120,11 +123,17 @@ def submit(
     if earlier and Job(run_dir).status() not in FINAL_STATES:
         raise InvalidJobError(job_id, [f"a job with this id is {earlier['state']} in {run_dir}"])
     nodes = inventory_nodes(inventory_path, collection)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(run_dir)
     # An earlier run of the same id must not answer for this one (the launcher clears the rest when the job starts).
     stale_files = (CANCEL_FILE, FOLLOWER_PID, SUMMARY_FILE, LIVE_LOG, PROGRESS_FILE, FOLLOWING_FILE, FOLLOW_STATE, FOLLOW_OFFSETS)
     for stale in stale_files:
         (run_dir / stale).unlink(missing_ok=True)
+    variables = {
+        **(extravars or {}),
+        "launcher_job_id": job_id,
+        "launcher_runs_dir": str(runs),
+        **({"launcher_beside": True} if beside else {}),
+    }
     write_job_file(
         run_dir,
         {
@@ -132,12 +141,8 @@ def submit(
             "state": QUEUED,
             "submitted_at": time.time(),
             "inventory": str(inventory_path),
-            "extravars": {
-                **(extravars or {}),
-                "launcher_job_id": job_id,
-                "launcher_runs_dir": str(runs),
-                **({"launcher_beside": True} if beside else {}),
-            },
+            # As shown: the follower is given them whole on its standard input, never in a file.
+            "extravars": masking(variables, collection)(variables),
             "beside": beside,
             "collection_dir": str(collection),
             "playbook": "train.yml" if provision else "launch.yml",
@@ -145,17 +150,20 @@ def submit(
         },
     )
     enqueue(QUEUE_ROOT.expanduser(), run_dir, nodes)
-    with (run_dir / FOLLOWER_LOG).open("ab") as log:
+    with private_file(run_dir / FOLLOWER_LOG).open("ab") as log:
         # The follower outlives this call: no with block.
         follower = subprocess.Popen(  # pylint: disable=consider-using-with
             [sys.executable, "-m", "multinode_training.follower", str(run_dir)],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    # The job's extra variables, secrets included, through a pipe: in no file and on no command line.
+    with follower.stdin as given:  # type: ignore[union-attr]
+        given.write(json.dumps(variables, default=str).encode())
     # Beside job.json, which only the follower writes from now on.
-    (run_dir / FOLLOWER_PID).write_text(f"{follower.pid}\n")
+    private_file(run_dir / FOLLOWER_PID).write_text(f"{follower.pid}\n")
     return Job(run_dir)
 
 
@@ -271,7 +279,7 @@ def take_over(run_dir: Path, following: Mapping[str, Any], collection: Path) -> 
     extravars = {name: value for name, value in given.items() if not str(name).startswith("launcher_")}
     submitted = read_job_file(run_dir) is not None
     if submitted:
-        (run_dir / FOLLOWER_PID).write_text(f"{os.getpid()}\n")
+        private_file(run_dir / FOLLOWER_PID).write_text(f"{os.getpid()}\n")
         update_job_file(run_dir, state=PHASE_STATES["train"], taken_over_at=time.time())
     failures: list[str] = []
 
@@ -332,8 +340,9 @@ def job_error(job_id: str, record: Mapping[str, Any]) -> JobError:
 # ---------------------------------------------------------------- the follower
 
 
-def follow(run_dir: Path) -> int:
-    """Run the submitted job of ``run_dir`` when its turn comes, keeping job.json up to date; the playbook's rc."""
+def follow(run_dir: Path, extravars: Mapping[str, Any] | None = None) -> int:
+    """Run the submitted job of ``run_dir`` when its turn comes, keeping job.json up to date; the playbook's rc.
+    ``extravars`` are the job's extra variables as submitted (job.json keeps them with their secrets masked)."""
     record = read_job_file(run_dir)
     if record is None:
         raise RunNotFoundError(f"no submitted job in {run_dir}")
@@ -347,7 +356,7 @@ def follow(run_dir: Path) -> int:
             runner = session.run(
                 str(record.get("playbook") or "train.yml"),
                 record["inventory"],
-                record["extravars"],
+                record["extravars"] if extravars is None else extravars,
                 check=False,
                 collection_dir=Path(record["collection_dir"]),
                 artifacts_dir=run_dir / RUNNER_DIR,
@@ -423,12 +432,13 @@ def group_hosts(groups: Mapping[str, Any], group: str) -> set[str]:
 
 
 def enqueue(queue: Path, run_dir: Path, nodes: list[str]) -> Path:
-    """The job's ticket in ``queue``: named by the time it was taken, holding the run directory and its nodes."""
-    queue.mkdir(parents=True, exist_ok=True)
+    """The job's ticket in ``queue`` (its owner's only, as the queue is): named by the time it was taken, holding the
+    run directory and its nodes."""
+    private_dir(queue)
     ticket = queue / f"{time.time_ns():020d}-{run_dir.name}"
     # Written whole, then named: a reader never finds half a ticket (and would not take it for a stale one).
     partial = queue / f".{ticket.name.replace('-', '.')}.{os.getpid()}"
-    partial.write_text(json.dumps({"run_dir": str(run_dir), "nodes": nodes}))
+    private_file(partial).write_text(json.dumps({"run_dir": str(run_dir), "nodes": nodes}))
     partial.rename(ticket)
     return ticket
 
@@ -491,9 +501,8 @@ def read_job_file(run_dir: Path) -> dict[str, Any] | None:
 def write_job_file(run_dir: Path, record: Mapping[str, Any]) -> None:
     """job.json, replaced atomically (a reader never sees half of it)."""
     temporary = run_dir / f".{JOB_FILE}.{os.getpid()}"
-    # It holds the job's extra variables: only its owner reads it.
-    temporary.touch(mode=0o600)
-    temporary.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    # It names the job's inventory and its extra variables: only its owner reads it.
+    private_file(temporary).write_text(json.dumps(record, indent=2, default=str) + "\n")
     temporary.replace(run_dir / JOB_FILE)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from multinode_training.api import PROGRESS_FILE, SUMMARY_FILE, run_dir_at
+from multinode_training.api import PROGRESS_FILE, SUMMARY_FILE, private_file, run_dir_at
 
 REPORT_FILE = "report.html"
 PHASE_ORDER = ("provision", "launch", "train", "collect")
@@ -64,7 +64,7 @@ def write_report(run: str | Path) -> Path:
     )
     path = run_dir / REPORT_FILE
     temporary = run_dir / f".{REPORT_FILE}.tmp"
-    temporary.write_text(page, encoding="utf-8")
+    private_file(temporary).write_text(page, encoding="utf-8")
     temporary.replace(path)
     return path
 

@@ -8,6 +8,8 @@ tasks named like the real preflight and provisioning tasks. The real playbooks r
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -109,8 +111,10 @@ def stand_in_collection(collection: Path) -> Path:
     (collection / "playbooks" / "run_container.yml").write_text(
         textwrap.dedent(RUN_CONTAINER).replace("{{ run_dir }}", "{{ launcher_runs_dir }}/{{ launcher_job_id }}")
     )
-    # What the API reads of a collection besides its playbooks: the job id formula and the launcher's default.
-    for part in ("plugins/module_utils/job_id.py", "roles/launcher/meta/argument_specs.yml"):
+    # What the API reads of a collection besides its playbooks: the job id formula, the launcher's default and which
+    # environment values are secret.
+    for part in ("plugins/module_utils/job_id.py", "roles/launcher/meta/argument_specs.yml",
+                 "plugins/module_utils/secret_env.py"):
         (collection / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / part, collection / part)
     return collection
@@ -326,10 +330,94 @@ def test_an_extra_var_without_a_name_or_value_is_refused(given: list[str]) -> No
         extra_vars(given)
 
 
+@pytest.mark.parametrize("text", ["launcher_env:\n  HF_TOKEN: s3cr3t-value\nhold: 3\n", '{"launcher_env": {"HF_TOKEN": "s3cr3t-value"}, "hold": 3}'])
+def test_extra_vars_are_read_from_a_file_as_ansible_playbook_reads_them(tmp_path: Path, text: str) -> None:
+    (tmp_path / "secrets.yml").write_text(text)
+    variables = extra_vars(["a=1", f"@{tmp_path / 'secrets.yml'}"])
+    assert variables == {"a": "1", "launcher_env": {"HF_TOKEN": "s3cr3t-value"}, "hold": 3}
+
+
+@pytest.mark.parametrize(("text", "error"), [(None, "No such file"), ("- a list\n", "no mapping"), ("a: [\n", "while parsing")])
+def test_an_extra_vars_file_that_holds_none_is_refused_naming_it(tmp_path: Path, text: str | None, error: str) -> None:
+    if text is not None:
+        (tmp_path / "vars.yml").write_text(text)
+    with pytest.raises(ValueError, match=f"-e @{tmp_path / 'vars.yml'}: .*{error}"):
+        extra_vars([f"@{tmp_path / 'vars.yml'}"])
+
+
 def test_the_job_file_is_read_by_its_owner_only(cluster: dict[str, Path]) -> None:
     job = submitted(cluster, "job-private", token="s3cret")
     assert (job.run_dir / "job.json").stat().st_mode & 0o777 == 0o600
     assert job.wait(timeout=60).status == "succeeded"
+
+
+SECRET = "s3cr3t-value"
+# A stand-in of the launcher role's part: a fact holding the job's environment (as launcher_tuning does), and a
+# check that the playbook was given the secret itself (by its hash: the playbook file names no secret either).
+SECRET_TASKS = f"""
+- name: Work out this node's tuning (it holds the job's environment)
+  ansible.builtin.set_fact:
+    stand_in_tuning:
+      env: "{{{{ launcher_env }}}}"
+- name: The job is given the secret itself
+  ansible.builtin.assert:
+    that: launcher_env.HF_TOKEN | hash('sha1') == '{hashlib.sha1(SECRET.encode()).hexdigest()}'
+"""
+
+
+def cmdlines_holding(secret: bytes) -> list[str]:
+    """The command lines of the processes running now that hold ``secret``."""
+    found = []
+    for path in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if secret in path.read_bytes():
+                found.append(path.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+def files_holding(secret: bytes, *roots: Path) -> list[Path]:
+    return [path for root in roots for path in root.rglob("*") if path.is_file() and secret in path.read_bytes()]
+
+
+def test_a_secret_of_the_job_s_environment_is_on_no_command_line_and_in_no_file_of_the_run(
+    cluster: dict[str, Path]
+) -> None:
+    run_container = cluster["collection"] / "playbooks" / "run_container.yml"
+    run_container.write_text(textwrap.dedent(SECRET_TASKS) + run_container.read_text())
+    job = submitted(cluster, "job-secret", hold=3, launcher_env={"HF_TOKEN": SECRET, "OMP_PROC_BIND": "close"})
+    seen: list[str] = []
+    while job.status() not in FINAL_STATES:
+        seen += cmdlines_holding(SECRET.encode())
+        time.sleep(0.1)
+    assert job.wait(timeout=60).status == "succeeded", "the playbook was given the secret itself"
+    assert not seen, "no process (ansible-playbook, the follower) had it on its command line"
+    assert not files_holding(SECRET.encode(), cluster["runs"], jobs.QUEUE_ROOT)
+    record = json.loads((job.run_dir / "job.json").read_text())
+    assert record["extravars"]["launcher_env"] == {"HF_TOKEN": "***", "OMP_PROC_BIND": "close"}
+    events = "".join(path.read_text() for path in (job.run_dir / "runner").rglob("job_events/*.json"))
+    assert '"stand_in_tuning": {"env": {"HF_TOKEN": "***", "OMP_PROC_BIND": "close"}}' in events
+    # ansible-playbook read them from ansible-runner's private data directory, outside the run directory (gone now).
+    (command,) = [json.loads(path.read_text())["command"] for path in (job.run_dir / "runner").rglob("artifacts/*/command")]
+    extravars = command[command.index("-e") + 1]
+    assert extravars.startswith("@") and extravars.endswith("/env/extravars") and not Path(extravars[1:]).exists()
+    assert not extravars[1:].startswith(str(cluster["runs"]))
+
+
+def test_a_run_directory_the_queue_and_their_files_are_their_owner_s_only(cluster: dict[str, Path]) -> None:
+    os.umask(umask := os.umask(0))
+    try:
+        job = submitted(cluster, "job-private-modes", hold=3)
+        ticket = jobs.ticket_of(jobs.QUEUE_ROOT, job.run_dir)
+        assert ticket is not None and ticket.stat().st_mode & 0o777 == 0o600
+        assert jobs.QUEUE_ROOT.stat().st_mode & 0o777 == 0o700
+        assert job.wait(timeout=60).status == "succeeded"
+    finally:
+        os.umask(umask)
+    assert job.run_dir.stat().st_mode & 0o777 == 0o700
+    # What the package writes (the stand-in playbook writes the rest; the collection's own tests hold those).
+    modes = {name: (job.run_dir / name).stat().st_mode & 0o777 for name in ("job.json", "follower.pid", "follower.log")}
+    assert modes == dict.fromkeys(modes, 0o600)
+    assert (job.run_dir / "runner").stat().st_mode & 0o777 == 0o700
 
 
 @pytest.mark.parametrize(("artifacts", "status"), [(False, "running"), (True, "failed")])

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ansible_collections.multinode.training.plugins.module_utils.run_report import run_summary, write_json
 from mlflow.tracking import MlflowClient
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -146,3 +147,34 @@ def test_the_report_command_records_an_old_run(
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == [f"report: {run_dir / 'report.html'}", f"tensorboard: {run_dir / 'tensorboard'}"]
     assert out[2].startswith("mlflow: ") and "not written" not in out[2]
+
+
+def test_a_job_s_secret_environment_values_reach_no_report_tracker_or_artifact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary as the launcher's run_summary writes it, from a job whose launcher_env holds HF_TOKEN."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = finished_run(tmp_path / "runs", "job-3", range(1, 3))
+    env = {"HF_TOKEN": "s3cr3t-value", "KMP_BLOCKTIME": "1"}
+    params = {
+        "run_dir": str(run_dir), "job_id": "job-3", "job_name": "cifar", "resumed_from": "", "launcher": "torchrun",
+        "nodes": ["10.0.0.1"], "node_names": ["node1"], "world_size": 2, "launcher_exit_code": 0, "timed_out": False,
+        "worker_states": {}, "phase_stats": {}, "secret_env_names": [],
+        "settings": {"script": "train.py", "script_args": [], "runtime": "container", "backend": "gloo",
+                     "interfaces": {"node1": "eth0"}, "tuning": {"node1": {"slots": 2, "omp_num_threads": 4, "env": env}}},
+    }
+    write_json(run_dir / "summary.json", run_summary(params))
+    (tmp_path / "store").mkdir()
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    written = record_run(run_dir, mlflow_tracking_uri=uri)
+    assert not any(what.startswith("not written") for what in written.values()), written
+    assert "HF_TOKEN=***" in (run_dir / "report.html").read_text(), "the name stays, the value goes"
+    client = MlflowClient(tracking_uri=uri)
+    [run] = client.search_runs([client.get_experiment_by_name("multinode-training").experiment_id])
+    assert "s3cr3t-value" not in json.dumps(run.data.params)
+    artifacts = [entry.path for entry in client.list_artifacts(run.info.run_id, "jobs/job-3")]
+    assert artifacts == ["jobs/job-3/report.html", "jobs/job-3/summary.json"]
+    holding = [path for root in (run_dir, tmp_path / "store") for path in root.rglob("*")
+               if path.is_file() and b"s3cr3t-value" in path.read_bytes()]
+    assert not holding, "no file of the run, no MLflow artifact or store"
+    assert (run_dir / "report.html").stat().st_mode & 0o777 == 0o600

@@ -77,3 +77,11 @@ def test_the_secret_values_of_a_record_are_found_for_free_text() -> None:
     # Longest first; a value too short to search for is left out; a masked one is not a secret.
     assert values == ["longer-" + SECRET, SECRET]
     assert masked_text(f"HF_TOKEN={SECRET} and longer-{SECRET} abc", values) == f"HF_TOKEN={MASK} and {MASK} abc"
+
+
+def test_the_secret_values_given_are_masked_in_any_text_of_a_record_too() -> None:
+    record = {"res": {"msg": f"failed: HF_TOKEN={SECRET} refused", "ansible_facts": {"env": {"HF_TOKEN": SECRET}}},
+              "stdout": [f"export HF_TOKEN={SECRET}", 3, None]}
+    shown = masked(record, values=[SECRET])
+    assert shown == {"res": {"msg": f"failed: HF_TOKEN={MASK} refused", "ansible_facts": {"env": {"HF_TOKEN": MASK}}},
+                     "stdout": [f"export HF_TOKEN={MASK}", 3, None]}
