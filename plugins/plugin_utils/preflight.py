@@ -24,6 +24,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch_script i
     holding_nul,
     is_address,
 )
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import MASK, secret_entries
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     ENV_NAME,
     NODE_NAME,
@@ -452,11 +453,18 @@ def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:
         refused = launch.shell_unsafe
     else:
         message, refused = NUL_TEXT, holding_nul
+    secret = secret_entries(_mapped(values.get("launcher_env")), _listed(values.get("launcher_secret_env_names")))
     return [
-        Problem(name, f"{message}: {', '.join(map(repr, unsafe))}")
+        Problem(name, f"{message}: {', '.join(repr(_masked_word(word, secret)) for word in unsafe)}")
         for name, given in words.items()
         if (unsafe := refused([word for word in given if word]))
     ]
+
+
+def _masked_word(word: str, secret: Mapping[str, str]) -> str:
+    """``word`` as a refusal may show it: a secret variable's ``NAME=value`` as ``NAME=***``."""
+    name = word.split("=", 1)[0]
+    return f"{name}={MASK}" if name in secret and word == f"{name}={secret[name]}" else word
 
 
 def _listed(value: Any) -> list[Any]:

@@ -753,3 +753,13 @@ def test_the_per_host_inputs_are_real_options() -> None:
 
 def test_provisioning_inputs_may_differ_per_host() -> None:
     assert agree({"node1": {"container_runtime_http_proxy": "http://a:3128"}, "node2": {}}) == []
+
+
+@pytest.mark.parametrize("launcher", ["ipexrun", "torchrun"])
+def test_a_refused_secret_value_is_shown_masked(launcher: str) -> None:
+    hostile = "tok en\0" if launcher == "torchrun" else "tok en"
+    values = {"launcher_env": {"HF_TOKEN": hostile, "TEAM": hostile}, "launcher_secret_env_names": ["TEAM"]}
+    found = preflight.shell_word_problems({**values, "launcher_type": launcher})
+    assert len(found) == 1 and found[0].variable == "launcher_env"
+    assert "HF_TOKEN=***" in str(found[0]) and "TEAM=***" in str(found[0])
+    assert "tok en" not in str(found[0])
