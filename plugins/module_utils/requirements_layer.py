@@ -130,7 +130,7 @@ class FileOptions:
 
     def replaces_index(self) -> bool:
         """Whether they name their own index (``--index-url``, ``--no-index``) instead of the default one."""
-        return any(option in _REPLACES_INDEX for option, _ in self.options)
+        return any(option in _REPLACES_INDEX for option, _value in self.options)
 
     def lines(self) -> list[str]:
         """The option lines, in pip's requirements format."""
@@ -282,7 +282,7 @@ def sources_isolated(environ: Mapping[str, str], pip_config: str) -> dict[str, s
     settings: dict[str, str] = {}
     lines = [line.partition("=") for line in pip_config.splitlines()]
     for section in ("global", "install"):
-        for key, _, value in lines:
+        for key, _equals, value in lines:
             if key.startswith(section + "."):
                 settings[_variable(key[len(section) + 1 :])] = str(ast.literal_eval(value))
     settings.update((name, value) for name, value in environ.items() if name.startswith("PIP_"))

@@ -12,7 +12,8 @@ module: run_start
 short_description: Make the controller's run directory ready for a job that is about to start
 description:
   - Runs on the controller only; connects to no node.
-  - Creates O(runs_dir)C(/<job_id>) readable by its owner only (mode 0700, whatever the umask), removes what an earlier run of the same job id left there that would mislead
+  - Creates O(runs_dir)C(/<job_id>) readable by its owner only (mode 0700, whatever the umask), removes what an earlier
+    run of the same job id left there that would mislead
     (C(summary.json), C(live.log), C(progress.jsonl), a C(cancel) request, and the files collected from its nodes,
     C(nodes/), which the new collection would otherwise merge into), points O(runs_dir)C(/latest) at it, and keeps
     the newest O(keep) runs (C(0) keeps all; the starting run is never removed).
