@@ -145,7 +145,7 @@ options:
     description:
       - What a run whose ranks all exited 0 but did not form one world (from their C(status/world-rank-<N>.json)) is.
       - V(fail) fails it with that reason first (RV(summary.root_cause_kind) C(world)), V(warn) only says it in
-        RV(summary.world), V(off) judges nothing.
+        the summary's C(world), V(off) judges nothing.
     type: str
     choices: [fail, warn, 'off']
     default: fail
