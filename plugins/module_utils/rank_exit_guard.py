@@ -46,7 +46,7 @@ import os
 import sys
 import time
 from types import FunctionType, ModuleType
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Container, Iterable, Optional
 
 GUARD_MODULE = "sitecustomize"
 # The name torch gives each worker thread of a gloo process group (ProcessGroupGloo::runLoop).
@@ -194,7 +194,7 @@ class WorldRecord:
         )
         self.write()
 
-    def add_end(self, modules: Sequence[str]) -> None:
+    def add_end(self, modules: Container[str]) -> None:
         """Record the rank's end: whether it imported torch, and the frameworks of :data:`OTHER_WORLDS` it imported."""
         self.content["torch"] = "torch" in modules
         self.content["other_worlds"] = sorted(name for name in OTHER_WORLDS if name in modules)
@@ -228,48 +228,47 @@ def recording_groups(init_process_group: Callable[..., Any], distributed: Module
     return init_recorded
 
 
-class AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Calls ``then(module)`` once the module ``name`` has run, before anything can import names from it."""
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then(module)`` once the module ``name`` has run, before anything can import names from it.
+
+    The spec and its loader stay the ones Python found (``__loader__``, tracebacks and ``inspect`` see no difference):
+    only that loader's ``exec_module`` is followed by ``then``.
+    """
 
     def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
         self.name = name
         self.then = then
-        self.loader: Optional[importlib.abc.Loader] = None
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
-        """The spec the other finders give ``name``, loaded through this finder."""
+        """The spec the other finders give ``name``, its loader's ``exec_module`` followed by ``then``."""
         if fullname != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        self.loader, spec.loader = spec.loader, self
+        if spec is not None and spec.loader is not None:
+            spec.loader.exec_module = self._followed(spec.loader.exec_module)  # type: ignore[method-assign]
         return spec
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Optional[ModuleType]:
-        return self.loader.create_module(spec) if self.loader is not None else None
+    def _followed(self, exec_module: Callable[[ModuleType], None]) -> Callable[[ModuleType], None]:
+        def exec_then(module: ModuleType) -> None:
+            exec_module(module)
+            self.then(module)
 
-    def exec_module(self, module: ModuleType) -> None:
-        if self.loader is None:
-            return
-        self.loader.exec_module(module)
-        self.then(module)
+        return exec_then
 
 
-def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> Optional[WorldRecord]:
-    """The world record of this process, if it is a rank (the rank wrapper's child, with a RANK), else None."""
+def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None:
+    """Record this process's world if it is a rank (the rank wrapper's child, with a RANK)."""
     rank = environ.get("RANK", "")
     if environ.get(WRAPPER_PID_VARIABLE) != str(parent_pid) or not rank.isdigit():
-        return None
+        return
     record = WorldRecord(os.path.join(job_dir, WORLD_RECORD.format(rank=rank)), int(rank))
 
     def patch(c10d: ModuleType) -> None:
         c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
 
     sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
-    atexit.register(lambda: record.add_end(list(sys.modules)))
-    return record
+    atexit.register(lambda: record.add_end(sys.modules))
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:

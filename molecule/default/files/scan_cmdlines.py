@@ -39,8 +39,10 @@ def main(secret_file: str, stop_file: str, result_file: str) -> None:
         hits |= holding(secret)
         scans += 1
         time.sleep(2)
-    with open(result_file, "w", encoding="utf-8") as handle:
+    # Whole or not at all (a temporary file renamed): whoever waits for the file reads the result complete.
+    with open(f"{result_file}.tmp", "w", encoding="utf-8") as handle:
         json.dump({"scans": scans, "hits": sorted(hits)}, handle)
+    os.replace(f"{result_file}.tmp", result_file)
 
 
 if __name__ == "__main__":
