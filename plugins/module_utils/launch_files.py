@@ -36,7 +36,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
 )
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import ReadyCheck, render_launch_script
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
-from ansible_collections.multinode.training.plugins.module_utils.secret_env import secret_entries
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import split_env
 
 HOSTFILE_MODE = "0640"
 CONTAINER_OPTIONS = dict(
@@ -97,8 +97,7 @@ def launch_spec(params: dict[str, Any]) -> LaunchSpec:
     values = {name: params[name] for name in SPEC_OPTIONS}
     values["hosts"] = normalize_hosts(params["hosts"])
     # A secret variable reaches the ranks through each node's rank.sh (its secret env file), never a launcher's words.
-    secret = secret_entries(params["env"], params["secret_env_names"])
-    values["env"] = {str(name): str(value) for name, value in params["env"].items() if str(name) not in secret}
+    values["env"] = split_env(params["env"], params["secret_env_names"])[0]
     unknown = sorted(set(params["placeholders"]) - set(PLACEHOLDERS))
     if unknown:
         raise ValueError(f"unknown placeholders {', '.join(unknown)}; known: {', '.join(PLACEHOLDERS)}")
@@ -107,12 +106,12 @@ def launch_spec(params: dict[str, Any]) -> LaunchSpec:
     return LaunchSpec(**values)
 
 
-def hide_secret_values(module: AnsibleModule, env: dict[str, Any], names: list[str]) -> dict[str, str]:
-    """The secret variables of ``env`` (secret_env's rule and ``names``); Ansible masks their values wherever the
-    module's result or arguments are shown."""
-    secret = secret_entries(env, names)
+def hide_secret_values(module: AnsibleModule, env: dict[str, Any], names: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``env`` split into the variables that may be shown and the secret ones (secret_env's rule and ``names``),
+    whose values Ansible then masks wherever the module's result or arguments are shown."""
+    shown, secret = split_env(env, names)
     module.no_log_values.update(value for value in secret.values() if value)
-    return secret
+    return shown, secret
 
 
 def validated_launch_options(options: dict[str, Any]) -> dict[str, Any]:

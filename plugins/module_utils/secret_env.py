@@ -39,8 +39,18 @@ def secret_name(name: str, added: Iterable[str] = ()) -> bool:
 
 def secret_entries(env: Mapping[Any, Any], added: Iterable[str] = ()) -> dict[str, str]:
     """The variables of ``env`` whose names look secret or are ``added``, as strings."""
+    return split_env(env, added)[1]
+
+
+def split_env(env: Mapping[Any, Any], added: Iterable[str] = ()) -> tuple[dict[str, str], dict[str, str]]:
+    """``env`` as strings, split into the variables that may be shown and the secret ones (names that look secret or
+    are ``added``)."""
     added = tuple(added)
-    return {str(name): str(value) for name, value in env.items() if secret_name(str(name), added)}
+    shown: dict[str, str] = {}
+    secret: dict[str, str] = {}
+    for name, value in env.items():
+        (secret if secret_name(str(name), added) else shown)[str(name)] = str(value)
+    return shown, secret
 
 
 def env_key(key: Any) -> bool:

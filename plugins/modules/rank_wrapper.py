@@ -302,7 +302,7 @@ def main() -> None:
         master_port=params["master_port"],
     )
     job = JobPaths(**{name: params[name] for name in JobPaths.__dataclass_fields__})
-    env, secret_env = split_secret_env(module)
+    env, secret_env = launch_files.hide_secret_values(module, params["env"], params["secret_env_names"])
     secret_path = os.path.join(params["job_dir"], SECRET_ENV_FILE)
     try:
         content = render_rank_wrapper(
@@ -329,14 +329,6 @@ def main() -> None:
         result["launch"] = launch_files.launch(module, *planned, params)
         result["changed"] = result["changed"] or result["launch"]["changed"]
     module.exit_json(**result)
-
-
-def split_secret_env(module: AnsibleModule) -> tuple[dict[str, str], dict[str, str]]:
-    """O(env) as the variables rank.sh may show and the secret ones (secret_env's rule and O(secret_env_names)),
-    whose values Ansible then masks wherever this module's result or arguments are shown."""
-    secret = launch_files.hide_secret_values(module, module.params["env"], module.params["secret_env_names"])
-    env = {str(name): str(value) for name, value in module.params["env"].items()}
-    return {name: value for name, value in env.items() if name not in secret}, secret
 
 
 def write_secret_env(module: AnsibleModule, path: str, content: str) -> dict[str, Any]:
