@@ -121,11 +121,15 @@ SSH_MUX_DIR = "multinode-ssh.XXXXXXXXXX"
 # socket at <directory>/%C (40 hex digits), first as <that>.<16 random characters>. A longer one (a long $TMPDIR): no
 # multiplexing, as ssh would fail on it.
 SSH_MUX_DIR_MAX = 107 - len("/") - 40 - len(".") - 16
+# Where the script says which directory holds the sockets, its mode and its owner's uid ("<dir> 700 <uid>"), or
+# "none: ..." without multiplexing: the run's own record that nobody else could have made it.
+SSH_MUX_LOG = "ssh-multiplexing.log"
 
 
 def _ssh_multiplexing() -> list[str]:
     """Lines that set ``ssh_mux`` to the multiplexing options, their sockets in a directory of the script's own
-    (removed when it exits), or leave it empty where no such directory can be made."""
+    (removed when it exits), or leave it empty where no such directory can be made; either way said in the job's
+    ``logs/ssh-multiplexing.log``."""
     return [
         "# SSH multiplexing: its sockets in a directory of this script's own (mode 0700), or none where it cannot be.",
         "ssh_mux=()",
@@ -133,6 +137,9 @@ def _ssh_multiplexing() -> list[str]:
         f'if [ "${{#ssh_mux_dir}}" -le {SSH_MUX_DIR_MAX} ] && ssh_mux_dir=$(mktemp -d "$ssh_mux_dir"); then',
         "  trap 'rm -rf \"$ssh_mux_dir\"' EXIT",
         '  ssh_mux=(-o ControlMaster=auto -o "ControlPath=$ssh_mux_dir/%C" -o ControlPersist=10)',
+        f"  stat -c '%n %a %u' \"$ssh_mux_dir\" >\"$logs/{SSH_MUX_LOG}\"",
+        "else",
+        f'  echo "none: no private directory for the control sockets in ${{TMPDIR:-/tmp}}" >"$logs/{SSH_MUX_LOG}"',
         "fi",
     ]
 

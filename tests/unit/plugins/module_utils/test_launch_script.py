@@ -26,6 +26,7 @@ from ansible_collections.multinode.training.plugins.module_utils.launch_script i
     NUL_TEXT,
     SSH_MULTIPLEXING,
     SSH_MUX_DIR_MAX,
+    SSH_MUX_LOG,
     ReadyCheck,
     render_launch_script,
 )
@@ -662,6 +663,7 @@ def test_the_ssh_sockets_live_in_a_fresh_directory_of_mode_0700_removed_at_the_e
     assert re.fullmatch(r"/tmp/multinode-ssh\.[A-Za-z0-9]{10}", directory)
     assert len(directory) <= SSH_MUX_DIR_MAX
     assert not Path(directory).exists(), "the script left its sockets' directory behind"
+    assert (tmp_path / "job" / "logs" / SSH_MUX_LOG).read_text() == f"{directory} 700 {os.getuid()}\n"
 
 
 @pytest.mark.parametrize("tmpdir", ["long", "/nonexistent/multinode"])
@@ -675,3 +677,4 @@ def test_without_a_usable_directory_ssh_runs_without_multiplexing(tmp_path, tmpd
     assert code == 0
     assert seen == ["none"] * 4
     assert tmpdir != "long" or not list(directory.iterdir())
+    assert (tmp_path / "job" / "logs" / SSH_MUX_LOG).read_text().startswith("none: no private directory")
