@@ -23,7 +23,7 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 	"read_only": true}]}'
 
 .DEFAULT_GOAL := demo
-.PHONY: help demo test unit lint sanity molecule browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
+.PHONY: help demo test unit lint sanity molecule molecule-roles browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
 
 help: ## this list of targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,7 +46,14 @@ demo: ## bare simulated nodes -> trained model, then the time each step took
 	printf "\nmake demo, time per step:\n%s\n  %-12s %5d s\n" "$$(cat $$times)" total $$(( $$(date +%s) - began )); \
 	rm -f $$times
 
-test: venv-dev host browser images wheels unit lint sanity molecule ## the whole suite (.ci/run calls this)
+# The whole suite, side by side where nothing meets (scripts/side_by_side.sh): the two end-to-end scenarios on sim
+# clusters of their own (default: containers; hosts: host mode and Slurm), beside them, niced, the unit tests, lint,
+# sanity and then the role scenarios. VARIANTS (e.g. make test VARIANTS=ipex) runs those image variants' stack
+# scenarios after the rest, one after another.
+test: venv-dev host browser images wheels ## the whole suite (.ci/run calls this), each part timed
+	scripts/side_by_side.sh 'default=molecule test -s default' 'hosts=molecule test -s hosts' \
+		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles' \
+		$(foreach variant,$(VARIANTS),-- '$(variant)=molecule test -s $(variant)')
 
 venv: $(VENV)/.installed ## .venv with what running the collection needs (requirements.txt), its collections (requirements.yml) and the Python package
 $(VENV)/.installed: requirements.txt requirements.yml pyproject.toml
@@ -99,12 +106,14 @@ lint: venv-dev ## ansible-lint (production profile); the role READMEs' variable 
 sanity: venv-dev ## ansible-test sanity on the collection as ansible-galaxy builds it
 	scripts/ansible_test.sh sanity
 
-# The end-to-end scenario alone (its drills time themselves), then the four role scenarios side by side (their own
-# containers, networks and subnets), each timed (scripts/molecule_scenarios.sh). VARIANTS (e.g. make test
-# VARIANTS=ipex) builds those image variants and runs their stack scenarios after the rest, one after another.
-molecule: venv-dev host images wheels
-	scripts/molecule_scenarios.sh default -- oneapi gpu_drivers container_runtime slurm \
-		$(foreach variant,$(VARIANTS),-- $(variant))
+E2E_SCENARIOS := default hosts
+ROLE_SCENARIOS := oneapi gpu_drivers container_runtime slurm
+molecule: venv-dev host images wheels ## every scenario of make test: the end-to-end ones side by side, then the role ones
+	scripts/side_by_side.sh $(foreach scenario,$(E2E_SCENARIOS),'$(scenario)=molecule test -s $(scenario)') -- \
+		$(foreach scenario,$(ROLE_SCENARIOS),'$(scenario)=molecule test -s $(scenario)')
+
+molecule-roles: venv-dev host ## the role scenarios side by side (their own containers, networks and subnets)
+	scripts/side_by_side.sh $(foreach scenario,$(ROLE_SCENARIOS),'$(scenario)=molecule test -s $(scenario)')
 
 molecule-deepspeed: venv-dev host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Run named commands side by side, each timed, and fail when one failed (after all of them ended):
+#
+#   scripts/side_by_side.sh 'default=molecule test -s default' 'checks=make unit lint sanity' -- 'next=...'
+#
+# Groups are separated by `--` and run one after another. In a group the first command's output goes to the terminal
+# (the long one: what CI shows while it runs); every other command writes $SIDE_BY_SIDE_LOGS/<name>.log (default
+# /tmp/side-by-side), says when it ended, and shows its log's tail when it failed. The commands of a group must not
+# meet: their containers, networks, ports and files are their own. A command runs with `nice` when its name ends
+# in `~` (for one that only fills the CPU the first one leaves idle).
+set -uo pipefail
+
+LOGS=${SIDE_BY_SIDE_LOGS:-/tmp/side-by-side}
+mkdir -p "$LOGS"
+times=$(mktemp)
+failed=()
+
+# One command: name=command. Prints nothing itself; records its time and status.
+run_one() {
+  local name=$1 command=$2 log=$3 from code
+  from=$(date +%s)
+  if [ "${name: -1}" = "~" ]; then
+    command="nice -n 10 $command"
+    name=${name%\~}
+  fi
+  if [ -n "$log" ]; then
+    bash -c "$command" >"$log" 2>&1
+  else
+    bash -c "$command"
+  fi
+  code=$?
+  printf '  %-28s %5d s%s\n' "$name" $(( $(date +%s) - from )) "$([ $code -eq 0 ] || echo " FAILED ($code)")" >>"$times"
+  return $code
+}
+
+run_group() {
+  local started pids=() names=() item name index first=1
+  started=$(date +%s)
+  for item in "$@"; do
+    name=${item%%=*}
+    names+=("${name%\~}")
+  done
+  for item in "$@"; do
+    name=${item%%=*}
+    if [ $first -eq 1 ]; then
+      [ $# -eq 1 ] || echo "[side-by-side] ${name%\~}: started here, beside ${names[*]:1}"
+      run_one "$name" "${item#*=}" "" &
+    else
+      echo "[side-by-side] ${name%\~}: started, log in $LOGS/${name%\~}.log"
+      ( run_one "$name" "${item#*=}" "$LOGS/${name%\~}.log"; code=$?
+        echo "[side-by-side] ${name%\~}: ended with $code"; exit $code ) &
+    fi
+    pids+=($!)
+    first=0
+  done
+  for index in "${!pids[@]}"; do
+    if ! wait "${pids[$index]}"; then
+      name=${names[$index]}
+      failed+=("$name")
+      if [ "$index" -gt 0 ]; then
+        echo "[side-by-side] ${name} FAILED; the end of $LOGS/$name.log:"
+        tail -n 150 "$LOGS/$name.log"
+      fi
+    fi
+  done
+  [ $# -eq 1 ] || printf '  %-28s %5d s (side by side)\n' "${names[*]}" $(( $(date +%s) - started )) >>"$times"
+}
+
+group=()
+for word in "$@" --; do
+  if [ "$word" = "--" ]; then
+    [ ${#group[@]} -eq 0 ] || run_group "${group[@]}"
+    group=()
+  elif [[ "$word" != *=* ]]; then
+    echo "side_by_side.sh: '$word' is not name=command" >&2
+    exit 2
+  else
+    group+=("$word")
+  fi
+done
+
+printf '\nside by side, time per command:\n%s\n' "$(cat "$times")"
+rm -f "$times"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "[side-by-side] failed: ${failed[*]}"
+  exit 1
+fi
