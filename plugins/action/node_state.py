@@ -8,17 +8,14 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.multinode.training.plugins.action.preflight import role_options, set_values, play_variables
+from ansible_collections.multinode.training.plugins.action.preflight import image_tarball, play_variables, role_options, set_values
 from ansible_collections.multinode.training.plugins.module_utils import node_state
 from ansible_collections.multinode.training.plugins.plugin_utils.provision_inputs import (
     PROVISIONING_ROLES,
     inputs_hash,
     without_defaults,
 )
-from ansible_collections.multinode.training.plugins.plugin_utils.preflight import RECORDED
-
-# The image tarball the container_runtime role loads: its size and time stand for its content.
-TARBALL_VARIABLE = "container_runtime_image_tarball"
+from ansible_collections.multinode.training.plugins.plugin_utils.preflight import IMAGE_TARBALL, RECORDED
 
 
 def _observes(observed: dict[str, Any], args: dict[str, Any]) -> bool:
@@ -59,5 +56,7 @@ class ActionModule(ActionBase):
         return without_defaults(options, values)
 
     def _tarball(self, task_vars: dict[str, Any]) -> str | None:
-        value = task_vars.get(TARBALL_VARIABLE)
-        return str(self._templar.template(value)) if value else None
+        """The image tarball the run loads (the host's own, else the role's default for its image), or None: its size
+        and time stand for its content."""
+        own = {name: self._templar.template(task_vars[name]) for name in (IMAGE_TARBALL, "cluster_image") if task_vars.get(name)}
+        return image_tarball(self._loader, self._templar, own, task_vars) or None

@@ -41,6 +41,22 @@ def play_variables(task: Any, loader: Any, host: str) -> HostVarsVars:
     return HostVarsVars(manager.get_vars(play=play, host=inventory_host), loader=loader, host=host)
 
 
+def role_default(loader: Any, templar: Any, variables: dict[str, Any], role: str, name: str) -> str:
+    """``name``'s default in ``role``'s defaults/main.yml, templated with ``variables`` (and the role's role_path)."""
+    defaults = loader.load_from_file(str(ROLES_DIR / role / "defaults" / "main.yml")) or {}
+    templar = templar.copy_with_new_env(available_variables={**variables, "role_path": str(ROLES_DIR / role)})
+    return str(templar.template(trust_as_template(defaults.get(name, ""))))
+
+
+def image_tarball(loader: Any, templar: Any, own: dict[str, Any], variables: dict[str, Any]) -> str:
+    """The tarball the container_runtime role loads in a run: the host's own container_runtime_image_tarball, else
+    the role's default for the run's image (provision.yml gives the role cluster_image)."""
+    if own.get(preflight.IMAGE_TARBALL):
+        return str(own[preflight.IMAGE_TARBALL])
+    image = own.get("cluster_image") or role_default(loader, templar, variables, "cluster", "cluster_image")
+    return role_default(loader, templar, {**variables, "container_runtime_image": image}, "container_runtime", preflight.IMAGE_TARBALL)
+
+
 def set_values(host_vars: Any, names: set[str]) -> tuple[dict[str, Any], list[preflight.Problem]]:
     """The variables of ``names`` this host sets (extra, play, inventory or group vars), templated. A template that
     needs a fact gathered later is left to the role; any other template error is a problem."""
@@ -120,6 +136,12 @@ class ActionModule(ActionBase):
             + preflight.shell_word_problems(settings)
             + preflight.scheduler_problems(settings, hosts)
             + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
+            + preflight.image_problems(
+                settings,
+                image_tarball(self._loader, self._templar, values[first][0], task_vars),
+                image_tarball(self._loader, self._templar, {}, task_vars),
+                provisioning=task_vars.get("multinode_phase") == "provision",
+            )
         )
 
     @staticmethod
@@ -143,11 +165,7 @@ class ActionModule(ActionBase):
         """The code, script, data and runs paths the run will use: the host's own values, else the roles'."""
 
         def value(name: str, role: str) -> str:
-            if name in own:
-                return str(own[name])
-            defaults = self._loader.load_from_file(str(ROLES_DIR / role / "defaults" / "main.yml")) or {}
-            templar = self._templar.copy_with_new_env(available_variables={**task_vars, "role_path": str(ROLES_DIR / role)})
-            return str(templar.template(trust_as_template(defaults.get(name, ""))))
+            return str(own[name]) if name in own else role_default(self._loader, self._templar, task_vars, role, name)
 
         return {
             "workload_src": value("workload_src", "workload"),

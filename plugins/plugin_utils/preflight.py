@@ -544,6 +544,28 @@ def controller_problems(workload_src: str, script: str, data_src: str, runs_dir:
     return problems
 
 
+IMAGE_TARBALL = "container_runtime_image_tarball"
+
+
+def image_problems(values: Mapping[str, Any], tarball: str, collection_tarball: str, provisioning: bool) -> list[Problem]:
+    """A provisioning run in containers that loads the image from a ``docker save`` tarball (the default source)
+    needs that tarball on the controller: the container_runtime role would stop on it only after the engine was
+    installed on every node. ``collection_tarball`` is where ``make images`` writes the collection's own image."""
+    runtime, source = values.get("cluster_runtime", "container"), values.get("container_runtime_image_source", "load")
+    if not provisioning or runtime != "container" or source != "load" or (tarball and os.path.isfile(resolve(tarball))):
+        return []
+    image = values.get("cluster_image", "the training image")
+    missing = f"{resolve(tarball)} is not a file on the controller" if tarball else f"is not set (cluster_image {image})"
+    return [
+        Problem(
+            IMAGE_TARBALL,
+            f"{missing}; the nodes load {image} from a 'docker save' tarball: `make images` writes the collection's own"
+            f" training image to {collection_tarball}; for an image of your own, name its tarball, or set"
+            " container_runtime_image_source: pull (cluster_image from a registry) or build",
+        )
+    ]
+
+
 def resolve(path: str) -> str:
     """A controller path as the roles use it: ~ expanded, relative to the current directory."""
     return os.path.realpath(os.path.expanduser(path))

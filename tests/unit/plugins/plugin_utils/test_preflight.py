@@ -763,3 +763,45 @@ def test_a_refused_secret_value_is_shown_masked(launcher: str) -> None:
     assert len(found) == 1 and found[0].variable == "launcher_env"
     assert "HF_TOKEN=***" in str(found[0]) and "TEAM=***" in str(found[0])
     assert "tok en" not in str(found[0])
+
+
+COLLECTION_TARBALL = "/cache/images/multinode_training_latest.tar"
+
+
+def image(values: dict[str, Any], tarball: str, provisioning: bool = True) -> list[Problem]:
+    return preflight.image_problems(values, tarball, COLLECTION_TARBALL, provisioning)
+
+
+def test_a_container_run_without_its_image_tarball_is_refused_naming_where_make_images_writes_it(tmp_path: Path) -> None:
+    (problem,) = image({}, str(tmp_path / "missing.tar"))
+
+    assert problem.variable == "container_runtime_image_tarball"
+    assert problem.message.startswith(f"{tmp_path / 'missing.tar'} is not a file on the controller; ")
+    assert f"`make images` writes the collection's own training image to {COLLECTION_TARBALL}" in problem.message
+    assert "container_runtime_image_source: pull" in problem.message
+
+
+def test_an_image_of_ones_own_without_a_tarball_says_which_image() -> None:
+    (problem,) = image({"cluster_image": "team/train:1"}, "")
+
+    assert problem.message.startswith("is not set (cluster_image team/train:1); the nodes load team/train:1 from")
+
+
+@pytest.mark.parametrize(
+    ("values", "provisioning"),
+    [
+        ({}, False),  # launch.yml: the nodes have their image
+        ({"cluster_runtime": "host"}, True),
+        ({"container_runtime_image_source": "pull"}, True),
+        ({"container_runtime_image_source": "build"}, True),
+    ],
+)
+def test_no_tarball_is_needed_outside_a_provisioning_run_that_loads_one(values: dict[str, Any], provisioning: bool) -> None:
+    assert image(values, "", provisioning) == []
+
+
+def test_a_tarball_that_is_a_file_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "image.tar").write_bytes(b"")
+    assert image({}, "image.tar") == []
+    assert image({}, str(tmp_path / "image.tar")) == []
