@@ -122,11 +122,12 @@ class LayerPlan:
 @dataclass(frozen=True)
 class FileOptions:
     """What requirements files say besides their requirements: their option lines (``(option, value)``, value
-    ``None`` for a flag) in order, the files they include (``-r``, ``-c``) among them, and the hashes each package is
-    allowed (``--hash``, by canonical name)."""
+    ``None`` for a flag) in order, the files they include (``-r``, ``-c``) among them, the hashes each package is
+    allowed (``--hash``, by canonical name), and the requirement of each line with a ``--hash``, as written."""
 
     options: tuple[tuple[str, str | None], ...] = ()
     hashes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    hashed: tuple[str, ...] = ()
 
     def replaces_index(self) -> bool:
         """Whether they name their own index (``--index-url``, ``--no-index``) instead of the default one."""
@@ -216,7 +217,9 @@ def _line_options(line: str) -> FileOptions:
         return FileOptions(tuple(pair for pair in pairs if pair[0] not in ("-e", "--editable")))
     found = frozenset(value for option, value in pairs if option == "--hash" and value)
     name = _NAME.match(requirement)
-    return FileOptions(hashes={canonical_name(name.group(0)): found} if found and name else {})
+    if not found or not name:
+        return FileOptions()
+    return FileOptions(hashes={canonical_name(name.group(0)): found}, hashed=(requirement,))
 
 
 def merge_options(parts: Sequence[FileOptions]) -> FileOptions:
@@ -225,7 +228,9 @@ def merge_options(parts: Sequence[FileOptions]) -> FileOptions:
     for part in parts:
         for name, found in part.hashes.items():
             hashes[name] = hashes.get(name, frozenset()) | found
-    return FileOptions(tuple(option for part in parts for option in part.options), hashes)
+    return FileOptions(
+        tuple(option for part in parts for option in part.options), hashes, tuple(line for part in parts for line in part.hashed)
+    )
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -279,6 +284,16 @@ def sources_isolated(environ: Mapping[str, str], pip_config: str) -> dict[str, s
     """The environment of a pip that uses no package source of the controller's: its other settings (``pip config
     list``'s ``pip_config``, the global section then the install section, then the PIP_* variables of ``environ``)
     as PIP_* variables, without SOURCE_SETTINGS, and no configuration file read."""
+    settings = pip_settings(environ, pip_config)
+    for name in SOURCE_SETTINGS:
+        settings.pop(_variable(name), None)
+    kept = {name: value for name, value in environ.items() if not name.startswith("PIP_")}
+    return {**kept, **settings, "PIP_CONFIG_FILE": os.devnull}
+
+
+def pip_settings(environ: Mapping[str, str], pip_config: str) -> dict[str, str]:
+    """The controller's pip settings as PIP_* variables: ``pip config list``'s ``pip_config`` (the global section,
+    then the install section), then the PIP_* variables of ``environ``, each over the one before."""
     settings: dict[str, str] = {}
     lines = [line.partition("=") for line in pip_config.splitlines()]
     for section in ("global", "install"):
@@ -286,10 +301,7 @@ def sources_isolated(environ: Mapping[str, str], pip_config: str) -> dict[str, s
             if key.startswith(section + "."):
                 settings[_variable(key[len(section) + 1 :])] = str(ast.literal_eval(value))
     settings.update((name, value) for name, value in environ.items() if name.startswith("PIP_"))
-    for name in SOURCE_SETTINGS:
-        settings.pop(_variable(name), None)
-    kept = {name: value for name, value in environ.items() if not name.startswith("PIP_")}
-    return {**kept, **settings, "PIP_CONFIG_FILE": os.devnull}
+    return settings
 
 
 def _variable(setting: str) -> str:

@@ -95,7 +95,7 @@ def file_options(path: Path, outer: frozenset[Path] = frozenset()) -> layers.Fil
         else:
             located = _beside(path, value) if option in layers.FIND_LINKS and value else value
             parts.append(layers.FileOptions(((option, located),)))
-    return layers.merge_options([*parts, layers.FileOptions(hashes=own.hashes)])
+    return layers.merge_options([*parts, layers.FileOptions(hashes=own.hashes, hashed=own.hashed)])
 
 
 def _beside(requirements: Path, location: str) -> str:
@@ -109,12 +109,15 @@ def _pip_environment(python: str, options: layers.FileOptions) -> Mapping[str, s
     package sources (pip would search the controller's find-links as well, and prefer them)."""
     if not options.replaces_index():
         return dict(os.environ)
-    listed = subprocess.run(
-        [python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
-    )
+    return layers.sources_isolated(os.environ, pip_config(python))
+
+
+def pip_config(python: str) -> str:
+    """What ``pip config list`` of ``python`` says: the settings of the controller's pip configuration files."""
+    listed = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False)
     if listed.returncode != 0:
         raise layers.LayerError(f"pip could not list its configuration: {' '.join(listed.stderr.split())}")
-    return layers.sources_isolated(os.environ, listed.stdout)
+    return listed.stdout
 
 
 def _pip(argv: list[str], args: dict[str, Any], step: str, fail: bool = True) -> subprocess.CompletedProcess[str]:

@@ -379,6 +379,7 @@ def test_read_options_collects_hashes_by_canonical_name_across_continued_lines()
         "demo-pkg": frozenset({f"sha256:{ZERO}", f"sha256:{ONE}"}),
         "einops": frozenset({f"sha256:{ONE}"}),
     }
+    assert options.hashed == ("Demo_Pkg==1.0", "einops==0.8.0 ; python_version >= '3.8'")
     assert options.options == ()
 
 
@@ -414,6 +415,7 @@ def test_merge_options_keeps_each_file_s_options_in_order_and_joins_hashes() -> 
         "einops": frozenset({f"sha256:{ZERO}", f"sha256:{ONE}"}),
         "numpy": frozenset({f"sha256:{ONE}"}),
     }
+    assert merged.hashed == ("einops", "Einops", "numpy")
     assert merged.replaces_index()
 
 
