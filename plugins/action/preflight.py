@@ -129,13 +129,18 @@ class ActionModule(ActionBase):
         entries = self._entries(task_vars["hostvars"], hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
         first = launchers[0] if launchers else hosts[0]
         settings = {**defaults, **values[first][0]}
+        paths = self._controller_paths(values[first][0], task_vars)
+        # Only the runs whose workload role builds the requirements layer (provision.yml, launch.yml) judge its file.
+        builds_layer = task_vars.get("multinode_phase") in ("provision", "launch")
+        requirements = self._value(values[first][0], task_vars, "workload_requirements", "workload") if builds_layer else "none"
         return (
             preflight.disagreement_problems(options, {host: own for host, (own, _problems) in values.items()})
             + preflight.inventory_problems(launchers, workers, entries, groups)
             + preflight.runtime_problems(settings)
             + preflight.shell_word_problems(settings)
             + preflight.scheduler_problems(settings, hosts)
-            + preflight.controller_problems(**self._controller_paths(values[first][0], task_vars))
+            + preflight.controller_problems(**paths)
+            + preflight.requirements_problems(requirements, paths["workload_src"])
             + preflight.image_problems(
                 settings,
                 image_tarball(self._loader, self._templar, values[first][0], task_vars),
@@ -163,16 +168,16 @@ class ActionModule(ActionBase):
 
     def _controller_paths(self, own: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, str]:
         """The code, script, data and runs paths the run will use: the host's own values, else the roles'."""
-
-        def value(name: str, role: str) -> str:
-            return str(own[name]) if name in own else role_default(self._loader, self._templar, task_vars, role, name)
-
         return {
-            "workload_src": value("workload_src", "workload"),
-            "script": value("launcher_script", "launcher"),
-            "data_src": "" if own.get("workload_data_path") else value("workload_data_src", "workload"),
-            "runs_dir": value("launcher_runs_dir", "launcher"),
+            "workload_src": self._value(own, task_vars, "workload_src", "workload"),
+            "script": self._value(own, task_vars, "launcher_script", "launcher"),
+            "data_src": "" if own.get("workload_data_path") else self._value(own, task_vars, "workload_data_src", "workload"),
+            "runs_dir": self._value(own, task_vars, "launcher_runs_dir", "launcher"),
         }
+
+    def _value(self, own: dict[str, Any], task_vars: dict[str, Any], name: str, role: str) -> str:
+        """``name`` as the run will use it: the host's own value, else ``role``'s default."""
+        return str(own[name]) if name in own else role_default(self._loader, self._templar, task_vars, role, name)
 
 
 def _as_int(value: Any, fallback: int) -> int:

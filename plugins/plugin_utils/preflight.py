@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -31,6 +33,9 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     PLACEHOLDERS,
     expand_placeholders,
 )
+from ansible_collections.multinode.training.plugins.module_utils.requirements_layer import LayerError
+from ansible_collections.multinode.training.plugins.plugin_utils import requirement_hashes
+from ansible_collections.multinode.training.plugins.plugin_utils.layer_build import file_options
 
 # The roles a training run uses (provision.yml + launch.yml): their inputs are all checked up front, so a
 # mistake in a launch variable cannot surface after the nodes were provisioned.
@@ -542,6 +547,37 @@ def controller_problems(workload_src: str, script: str, data_src: str, runs_dir:
     if os.path.exists(runs) and not os.path.isdir(runs):
         problems.append(Problem("launcher_runs_dir", f"{runs} exists and is not a directory"))
     return problems
+
+
+REQUIREMENTS = "workload_requirements"
+
+
+def requirements_problems(requirements: str, workload_src: str, python: str = sys.executable) -> list[Problem]:
+    """The job's requirements file (workload_requirements; empty: requirements.txt in workload_src when there is one;
+    'none': none, as the workload role takes it) is a file, the files it includes can be read, and each ``name==version``
+    it gives ``--hash`` lines has a file of that release with one of them where pip looks (requirement_hashes): the
+    layer build would stop on it only after the nodes were provisioned. What cannot be judged is left to the build."""
+    if requirements == "none":
+        return []
+    path = resolve(requirements or os.path.join(workload_src, "requirements.txt"))
+    if not os.path.isfile(path):
+        return [Problem(REQUIREMENTS, f"{path} is not a file on the controller")] if requirements else []
+    try:
+        wrong = requirement_hashes.wrong_hashes(file_options(Path(path)), python)
+    except LayerError as exc:
+        return [Problem(REQUIREMENTS, str(exc))]
+    return [
+        Problem(
+            REQUIREMENTS,
+            f"{path}: {pinned.requirement}: no file of that release on {', '.join(map(str, places))} has "
+            f"{_hashes_given(pinned.hashes)} given (a --hash line that is wrong)",
+        )
+        for pinned, places in wrong
+    ]
+
+
+def _hashes_given(hashes: frozenset[str]) -> str:
+    return f"the {next(iter(hashes)).partition(':')[0]}" if len(hashes) == 1 else f"any of the {len(hashes)} hashes"
 
 
 IMAGE_TARBALL = "container_runtime_image_tarball"
