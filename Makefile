@@ -107,7 +107,7 @@ sanity: venv-dev ## ansible-test sanity on the collection as ansible-galaxy buil
 	scripts/ansible_test.sh sanity
 
 E2E_SCENARIOS := default hosts
-ROLE_SCENARIOS := oneapi gpu_drivers container_runtime slurm
+ROLE_SCENARIOS := oneapi gpu_drivers container_runtime
 molecule: venv-dev host images wheels ## every scenario of make test: the end-to-end ones side by side, then the role ones
 	scripts/side_by_side.sh $(foreach scenario,$(E2E_SCENARIOS),'$(scenario)=molecule test -s $(scenario)') -- \
 		$(foreach scenario,$(ROLE_SCENARIOS),'$(scenario)=molecule test -s $(scenario)')
