@@ -28,10 +28,16 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+# ansible-core depends on packaging; a controller without it (or ansible-test's import check) judges nothing here.
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+except ImportError:
+    HAS_PACKAGING = False
+else:
+    HAS_PACKAGING = True
 
 from ansible_collections.multinode.training.plugins.module_utils import requirements_layer as layers
 from ansible_collections.multinode.training.plugins.plugin_utils.layer_build import pip_config
@@ -274,7 +280,9 @@ def mismatched_at(pinned: Pinned, places: Sequence[Place], timeout: float, unrea
 def wrong_hashes(options: layers.FileOptions, python: str, timeout: float = TIMEOUT) -> list[tuple[Pinned, tuple[Place, ...]]]:
     """Each pinned requirement of ``options`` (pinned_requirements) whose hashes match no file of its release where
     pip looks, with the places that list that release: one request per requirement and place, none for a file
-    without hashes. Nothing when the controller's pip sources cannot be listed."""
+    without hashes. Nothing when the controller's pip sources cannot be listed, or without packaging."""
+    if not HAS_PACKAGING:
+        return []
     pinned = pinned_requirements(options)
     if not pinned:
         return []
