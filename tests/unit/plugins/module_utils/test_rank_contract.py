@@ -800,7 +800,9 @@ def test_a_busy_then_sleeping_rank_beats_its_cpu_and_gets_its_stacks_dumped(tmp_
     assert cpu[-1] - cpu[-2] < 0.1, beats  # asleep: flat
     busy = busy_shares(launcher_stream(result.stdout, RANK))
     assert busy[0] is None, busy  # nothing to compare the first beat with
-    assert 10 <= busy[1] <= 40, busy  # about 1 s of the 5 s since the first beat
+    # About 1 s of busy loop in the 5 s since the first beat: about 20 % on an idle machine, less when other work
+    # shares the CPU (the loop's second is wall-clock time), never all of it.
+    assert 1 <= busy[1] <= 40, busy
     assert busy[-1] <= 5, busy  # asleep
     assert RANK_BEAT not in rank_log(job).read_text(), "the beats go to the launcher's stream only"
     dump = Path(job.job_dir) / "logs" / f"stack-rank-{RANK}.txt"
