@@ -55,6 +55,10 @@ THREADS_DIR = "/proc/self/task"
 # How long the guard gives a held group's workers the GIL: a worker that finished the last collective releases its
 # work within microseconds once it has the GIL.
 SETTLE_SECONDS = 0.2
+# How long the workers of a group just released (destroyed, collected) may take to end before the guard takes the
+# group for held: they end on their own schedule, later on a loaded machine. Polled every WORKERS_POLL_SECONDS.
+WORKERS_END_SECONDS = 0.5
+WORKERS_POLL_SECONDS = 0.01
 # The module that defines init_process_group (torch.distributed re-exports it).
 C10D_MODULE = "torch.distributed.distributed_c10d"
 # The rank wrapper's pid (rank.sh exports it): the process it started is the rank, whose world is recorded.
@@ -124,7 +128,7 @@ def leave_process_group() -> None:
         # A group held only by a reference cycle (a model in one) is released by a collection, while the interpreter
         # is whole (0.2 s in a torch rank, so only when needed).
         gc.collect()
-        if gloo_workers_running(THREADS_DIR):
+        if gloo_workers_remain(THREADS_DIR, WORKERS_END_SECONDS):
             let_workers_settle()
 
 
@@ -162,6 +166,17 @@ def gloo_workers_running(threads_dir: str) -> bool:
                     return True
         except OSError:
             continue
+    return False
+
+
+def gloo_workers_remain(threads_dir: str, seconds: float) -> bool:
+    """Whether gloo workers still run ``seconds`` from now (they are looked for every WORKERS_POLL_SECONDS, and the
+    answer is no as soon as they are gone): a released group's workers end after it, not with it."""
+    deadline = time.monotonic() + seconds
+    while gloo_workers_running(threads_dir):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(WORKERS_POLL_SECONDS)
     return False
 
 

@@ -39,6 +39,9 @@ except ImportError:
 else:
     HAS_PACKAGING = True
 
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
+
 from ansible_collections.multinode.training.plugins.module_utils import requirements_layer as layers
 from ansible_collections.multinode.training.plugins.plugin_utils.layer_build import pip_config
 
@@ -228,8 +231,7 @@ def fetch(url: str, accept: str, timeout: float) -> tuple[str, str, str]:
         if parts.username is not None:
             credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
             headers["Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
-        request = urllib.request.Request(without_credentials(url), headers=headers)
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with open_url(without_credentials(url), headers=headers, timeout=timeout, follow_redirects="all") as response:
             charset = response.headers.get_content_charset() or "utf-8"
             return response.read().decode(charset, errors="replace"), response.headers.get_content_type(), response.geturl()
     except urllib.error.HTTPError as exc:
@@ -237,7 +239,7 @@ def fetch(url: str, accept: str, timeout: float) -> tuple[str, str, str]:
         if exc.code in (404, 410):
             return "", "text/html", url
         raise Unanswered(f"{without_credentials(url)}: HTTP {exc.code}") from exc
-    except (OSError, http.client.HTTPException, ValueError, LookupError) as exc:
+    except (OSError, http.client.HTTPException, ValueError, LookupError, UrlConnectionError) as exc:
         raise Unreachable(f"{without_credentials(url)}: {exc}") from exc
 
 

@@ -45,6 +45,7 @@ RUN_BY: dict[str, tuple[str, str]] = {
     "pip install -e .": ("Makefile", "pip install -q -e ."),
     "make test": (".ci/run", "exec make test"),
     "make demo": ("Makefile", "DEMO_STEPS := venv+images sim train"),
+    "make images": ("Makefile", "test: venv-dev host browser images wheels"),
     "make down": ("Makefile", "down: venv"),
     "make venv": ("Makefile", "venv: $(VENV)/.installed"),
     "make help": ("Makefile", "help: ##"),

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import types
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import pytest
 from ansible_collections.multinode.training.plugins.module_utils import rank_contract, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
     ends_normally,
+    gloo_workers_remain,
     gloo_workers_running,
     release_defaults,
 )
@@ -362,3 +365,23 @@ def test_a_world_that_cannot_be_recorded_is_said_and_changes_nothing(site: dict[
 
 def test_the_guard_and_the_wrapper_name_the_wrapper_pid_alike() -> None:
     assert rank_exit_guard.WRAPPER_PID_VARIABLE == rank_contract.WRAPPER_PID_VARIABLE
+
+
+def test_workers_that_end_a_moment_after_their_group_are_not_taken_for_held(tmp_path: Path) -> None:
+    """A released group's workers end on their own schedule (later on a loaded machine): the guard waits for them."""
+    (tmp_path / "9").mkdir()
+    (tmp_path / "9" / "comm").write_text("pt_gloo_runloop\n")
+    ending = threading.Timer(0.1, shutil.rmtree, args=(tmp_path / "9",))
+    ending.start()
+    started = time.monotonic()
+    assert not gloo_workers_remain(str(tmp_path), 5.0)
+    assert time.monotonic() - started < 2.0, "answered as soon as the worker was gone"
+    ending.join()
+
+
+def test_workers_still_there_after_the_wait_are_held(tmp_path: Path) -> None:
+    (tmp_path / "9").mkdir()
+    (tmp_path / "9" / "comm").write_text("pt_gloo_runloop\n")
+    started = time.monotonic()
+    assert gloo_workers_remain(str(tmp_path), 0.1)
+    assert time.monotonic() - started >= 0.1
