@@ -3,11 +3,12 @@
 #
 #   scripts/side_by_side.sh 'default=molecule test -s default' 'checks=make unit lint sanity' -- 'next=...'
 #
-# Groups are separated by `--` and run one after another. In a group the first command's output goes to the terminal
-# (the long one: what CI shows while it runs); every other command writes $SIDE_BY_SIDE_LOGS/<name>.log (default
-# /tmp/side-by-side), says when it ended, and shows its log's tail when it failed. The commands of a group must not
-# meet: their containers, networks, ports and files are their own. A command runs with `nice` when its name ends
-# in `~` (for one that only fills the CPU the first one leaves idle).
+# Groups are separated by `--` and run one after another. Every command writes $SIDE_BY_SIDE_LOGS/<name>.log (default
+# /tmp/side-by-side); in a group the first command's output also goes to the terminal (the long one: what CI shows
+# while it runs), every other command says when it ended and shows its log's tail when it failed. The last lines
+# printed name, for each failed command, the last errors in its log: what a CI that keeps only the end shows. The
+# commands of a group must not meet: their containers, networks, ports and files are their own. A command runs with
+# `nice` when its name ends in `~` (for one that only fills the CPU the first one leaves idle).
 set -uo pipefail
 
 LOGS=${SIDE_BY_SIDE_LOGS:-/tmp/side-by-side}
@@ -15,20 +16,21 @@ mkdir -p "$LOGS"
 times=$(mktemp)
 failed=()
 
-# One command: name=command. Prints nothing itself; records its time and status.
+# One command: name=command, its log, whether its output also goes to the terminal. Records its time and status.
 run_one() {
-  local name=$1 command=$2 log=$3 from code
+  local name=$1 command=$2 log=$3 show=$4 from code
   from=$(date +%s)
   if [ "${name: -1}" = "~" ]; then
     command="nice -n 10 $command"
     name=${name%\~}
   fi
-  if [ -n "$log" ]; then
-    bash -c "$command" >"$log" 2>&1
+  if [ "$show" = yes ]; then
+    bash -c "$command" 2>&1 | tee "$log"
+    code=${PIPESTATUS[0]}
   else
-    bash -c "$command"
+    bash -c "$command" >"$log" 2>&1
+    code=$?
   fi
-  code=$?
   printf '  %-28s %5d s%s\n' "$name" $(( $(date +%s) - from )) "$([ $code -eq 0 ] || echo " FAILED ($code)")" >>"$times"
   return $code
 }
@@ -44,10 +46,10 @@ run_group() {
     name=${item%%=*}
     if [ $first -eq 1 ]; then
       [ $# -eq 1 ] || echo "[side-by-side] ${name%\~}: started here, beside ${names[*]:1}"
-      run_one "$name" "${item#*=}" "" &
+      run_one "$name" "${item#*=}" "$LOGS/${name%\~}.log" yes &
     else
       echo "[side-by-side] ${name%\~}: started, log in $LOGS/${name%\~}.log"
-      ( run_one "$name" "${item#*=}" "$LOGS/${name%\~}.log"; code=$?
+      ( run_one "$name" "${item#*=}" "$LOGS/${name%\~}.log" no; code=$?
         echo "[side-by-side] ${name%\~}: ended with $code"; exit $code ) &
     fi
     pids+=($!)
@@ -82,6 +84,12 @@ done
 printf '\nside by side, time per command:\n%s\n' "$(cat "$times")"
 rm -f "$times"
 if [ ${#failed[@]} -gt 0 ]; then
+  for name in "${failed[@]}"; do
+    echo "[side-by-side] $name: its last errors ($LOGS/$name.log):"
+    sed 's/\x1b\[[0-9;]*m//g' "$LOGS/$name.log" \
+      | grep -v '\.\.\.ignoring' | grep -E -A5 '\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
+      | tail -n 6 | cut -c1-300 | sed 's/^/    /'
+  done
   echo "[side-by-side] failed: ${failed[*]}"
   exit 1
 fi

@@ -131,7 +131,7 @@ def test_without_a_tracker_installed_the_run_gets_a_one_line_hint(
         f"print(json.dumps(record_run({str(run_dir)!r}, mlflow_tracking_uri='sqlite:///{tmp_path}/m.db')))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120, cwd=tmp_path
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600, cwd=tmp_path
     )
     written = json.loads(result.stdout)
     assert written[part].startswith("not written: ") and hint in written[part]
