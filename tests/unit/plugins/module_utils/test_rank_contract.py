@@ -141,10 +141,12 @@ def make_wrapper(
     return path
 
 
-def _default_sigint() -> None:
-    # A process started in the background of a non-interactive shell ignores SIGINT, and bash cannot
-    # trap a signal that was ignored when it started: give the wrapper a normal SIGINT.
+def _default_stop_signals() -> None:
+    # A process started in the background of a non-interactive shell ignores SIGINT, one started under nohup ignores
+    # SIGHUP, and bash cannot trap a signal that was ignored when it started: give the wrapper the normal SIGINT and
+    # SIGHUP a launcher's rank gets (sshd and the launchers start ranks with both at their defaults).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def rank_command(wrapper: Path, launcher_env: Mapping[str, str], command: tuple[str, ...]) -> dict:
@@ -155,7 +157,7 @@ def rank_command(wrapper: Path, launcher_env: Mapping[str, str], command: tuple[
         "stdout": subprocess.PIPE,
         "stderr": subprocess.PIPE,
         "text": True,
-        "preexec_fn": _default_sigint,
+        "preexec_fn": _default_stop_signals,
     }
 
 
