@@ -133,6 +133,8 @@ class ActionModule(ActionBase):
         # Only the runs whose workload role builds the requirements layer (provision.yml, launch.yml) judge its file.
         builds_layer = task_vars.get("multinode_phase") in ("provision", "launch")
         requirements = self._value(values[first][0], task_vars, "workload_requirements", "workload") if builds_layer else "none"
+        # What only provision.yml's roles use: the image source, the host-mode wheelhouses.
+        provisioning = task_vars.get("multinode_phase") == "provision"
         return (
             preflight.disagreement_problems(options, {host: own for host, (own, _problems) in values.items()})
             + preflight.inventory_problems(launchers, workers, entries, groups)
@@ -145,7 +147,14 @@ class ActionModule(ActionBase):
                 settings,
                 image_tarball(self._loader, self._templar, values[first][0], task_vars),
                 image_tarball(self._loader, self._templar, {}, task_vars),
-                provisioning=task_vars.get("multinode_phase") == "provision",
+                provisioning=provisioning,
+            )
+            + preflight.build_problems(settings, provisioning=provisioning)
+            + preflight.wheelhouse_problems(
+                settings,
+                self._value(values[first][0], task_vars, "host_runtime_wheelhouse", "host_runtime"),
+                self._value(values[first][0], task_vars, "oneapi_pip_wheelhouse", "oneapi"),
+                provisioning=provisioning,
             )
         )
 

@@ -602,6 +602,52 @@ def image_problems(values: Mapping[str, Any], tarball: str, collection_tarball: 
     ]
 
 
+def build_problems(values: Mapping[str, Any], provisioning: bool) -> list[Problem]:
+    """A provisioning run in containers that builds the image on the nodes (container_runtime_image_source: build)
+    needs the build context on the controller, holding the Dockerfile: the container_runtime role would stop on it
+    only after the engine was installed on every node."""
+    runtime, source = values.get("cluster_runtime", "container"), values.get("container_runtime_image_source", "load")
+    if not provisioning or runtime != "container" or source != "build":
+        return []
+    context = str(values.get("container_runtime_build_context") or "")
+    if not context:
+        return [Problem("container_runtime_build_context", "is not set; the nodes build the image from a directory on the controller")]
+    if not os.path.isdir(resolve(context)):
+        return [Problem("container_runtime_build_context", f"{resolve(context)} is not a directory on the controller")]
+    dockerfile = str(values.get("container_runtime_build_dockerfile") or "Dockerfile")
+    if not os.path.isfile(os.path.join(resolve(context), dockerfile)):
+        return [Problem("container_runtime_build_dockerfile", f"{dockerfile!r} is not a file in {resolve(context)} (container_runtime_build_context)")]
+    return []
+
+
+def wheelhouse_problems(values: Mapping[str, Any], host_wheelhouse: str, oneapi_wheelhouse: str, provisioning: bool) -> list[Problem]:
+    """A provisioning run in host mode installs the training environment offline from the controller's wheelhouse
+    (host_runtime_wheelhouse: wheels in the directory itself) and, with oneapi_install_method pip, Intel's runtimes
+    from another (oneapi_pip_wheelhouse): the roles would stop on a missing one only after the nodes' packages and
+    training user were installed. ``make wheels`` fills both."""
+    if not provisioning or values.get("cluster_runtime", "container") != "host":
+        return []
+    problems = []
+    host = resolve(host_wheelhouse)
+    if not (os.path.isdir(host) and any(name.endswith(".whl") for name in os.listdir(host))):
+        problems.append(
+            Problem(
+                "host_runtime_wheelhouse",
+                f"no wheels in {host} on the controller; `make wheels` fills it (or pip download the training"
+                " requirements for the nodes' Python and platform into it), or name another",
+            )
+        )
+    if values.get("oneapi_install_method", "apt") == "pip" and not os.path.isdir(resolve(oneapi_wheelhouse)):
+        problems.append(
+            Problem(
+                "oneapi_pip_wheelhouse",
+                f"{resolve(oneapi_wheelhouse)} is not a directory on the controller; `make wheels` fills it with"
+                " oneapi_pip_packages' wheels, or name another",
+            )
+        )
+    return problems
+
+
 def resolve(path: str) -> str:
     """A controller path as the roles use it: ~ expanded, relative to the current directory."""
     return os.path.realpath(os.path.expanduser(path))

@@ -805,3 +805,59 @@ def test_a_tarball_that_is_a_file_passes(tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "image.tar").write_bytes(b"")
     assert image({}, "image.tar") == []
     assert image({}, str(tmp_path / "image.tar")) == []
+
+
+BUILD = {"container_runtime_image_source": "build"}
+
+
+@pytest.mark.parametrize(
+    ("context", "variable", "message"),
+    [
+        ("", "container_runtime_build_context", "is not set; the nodes build the image from a directory on the controller"),
+        ("missing", "container_runtime_build_context", "{tmp}/missing is not a directory on the controller"),
+        ("context", "container_runtime_build_dockerfile", "'Dockerfile' is not a file in {tmp}/context (container_runtime_build_context)"),
+    ],
+)
+def test_an_image_built_on_the_nodes_needs_its_context_with_the_dockerfile(
+    tmp_path: Path, context: str, variable: str, message: str
+) -> None:
+    (tmp_path / "context").mkdir()
+    values = {**BUILD, "container_runtime_build_context": str(tmp_path / context) if context else ""}
+    assert preflight.build_problems(values, provisioning=True) == [
+        preflight.Problem(variable, message.format(tmp=tmp_path))
+    ]
+
+
+def test_a_build_context_with_its_dockerfile_passes_and_no_other_run_looks(tmp_path: Path) -> None:
+    (tmp_path / "Containerfile").write_text("FROM scratch\n")
+    given = {**BUILD, "container_runtime_build_context": str(tmp_path), "container_runtime_build_dockerfile": "Containerfile"}
+    assert preflight.build_problems(given, provisioning=True) == []
+    assert preflight.build_problems({**BUILD}, provisioning=False) == []
+    assert preflight.build_problems({**BUILD, "cluster_runtime": "host"}, provisioning=True) == []
+    assert preflight.build_problems({}, provisioning=True) == []
+
+
+def wheelhouses(tmp_path: Path, values: dict[str, Any], provisioning: bool = True) -> list[str]:
+    return [problem.variable for problem in preflight.wheelhouse_problems(
+        {"cluster_runtime": "host", **values}, str(tmp_path / "wheels"), str(tmp_path / "oneapi"), provisioning
+    )]
+
+
+def test_a_host_mode_run_needs_wheels_in_the_controllers_wheelhouse(tmp_path: Path) -> None:
+    assert wheelhouses(tmp_path, {}) == ["host_runtime_wheelhouse"]
+    (tmp_path / "wheels").mkdir()
+    assert wheelhouses(tmp_path, {}) == ["host_runtime_wheelhouse"], "a directory without wheels is refused too"
+    (tmp_path / "wheels" / "torch-2.13.0-cp311-none-any.whl").write_bytes(b"")
+    assert wheelhouses(tmp_path, {}) == []
+    (problem,) = preflight.wheelhouse_problems({"cluster_runtime": "host"}, str(tmp_path / "none"), "", True)
+    assert problem.message.startswith(f"no wheels in {tmp_path / 'none'} on the controller; `make wheels` fills it")
+
+
+def test_oneapi_from_pip_needs_its_wheelhouse_and_no_other_run_looks(tmp_path: Path) -> None:
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / "torch-2.13.0-cp311-none-any.whl").write_bytes(b"")
+    assert wheelhouses(tmp_path, {"oneapi_install_method": "pip"}) == ["oneapi_pip_wheelhouse"]
+    (tmp_path / "oneapi").mkdir()
+    assert wheelhouses(tmp_path, {"oneapi_install_method": "pip"}) == []
+    assert wheelhouses(tmp_path / "elsewhere", {"oneapi_install_method": "pip"}, provisioning=False) == []
+    assert wheelhouses(tmp_path / "elsewhere", {"cluster_runtime": "container"}) == []
