@@ -36,7 +36,10 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 DEFAULT_MASTER_PORT = "29500"
-INIT_TIMEOUT = timedelta(seconds=120)
+# How long a rank waits for the others to join, and for a collective: ranks of one job start minutes apart on a
+# loaded or cold node (importing torch and scikit-learn). A rank that died or stalled is named and stopped by the
+# collection's own watch long before this.
+INIT_TIMEOUT = timedelta(seconds=600)
 
 
 @dataclass(frozen=True)
