@@ -6,9 +6,10 @@
 # Groups are separated by `--` and run one after another. Every command writes $SIDE_BY_SIDE_LOGS/<name>.log (default
 # /tmp/side-by-side); in a group the first command's output also goes to the terminal (the long one: what CI shows
 # while it runs), every other command says when it ended and shows its log's tail when it failed. The last lines
-# printed name, for each failed command, the last errors in its log: what a CI that keeps only the end shows. The
-# commands of a group must not meet: their containers, networks, ports and files are their own. A command runs with
-# `nice` when its name ends in `~` (for one that only fills the CPU the first one leaves idle).
+# printed name, for each failed command, the last errors in its log (a play's own, not those a nested run printed
+# inside a task's output): what a CI that keeps only the end shows. The commands of a group must not meet: their
+# containers, networks, ports and files are their own. A command runs with `nice` when its name ends in `~` (for one
+# that only fills the CPU the first one leaves idle).
 set -uo pipefail
 
 LOGS=${SIDE_BY_SIDE_LOGS:-/tmp/side-by-side}
@@ -87,7 +88,7 @@ if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do
     echo "[side-by-side] $name: its last errors ($LOGS/$name.log):"
     sed 's/\x1b\[[0-9;]*m//g' "$LOGS/$name.log" \
-      | grep -v '\.\.\.ignoring' | grep -E -A5 '\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
+      | grep -v '\.\.\.ignoring' | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
       | tail -n 6 | cut -c1-300 | sed 's/^/    /'
   done
   echo "[side-by-side] failed: ${failed[*]}"
