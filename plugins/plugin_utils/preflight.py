@@ -587,8 +587,7 @@ def image_problems(values: Mapping[str, Any], tarball: str, collection_tarball: 
     """A provisioning run in containers that loads the image from a ``docker save`` tarball (the default source)
     needs that tarball on the controller: the container_runtime role would stop on it only after the engine was
     installed on every node. ``collection_tarball`` is where ``make images`` writes the collection's own image."""
-    runtime, source = values.get("cluster_runtime", "container"), values.get("container_runtime_image_source", "load")
-    if not provisioning or runtime != "container" or source != "load" or (tarball and os.path.isfile(resolve(tarball))):
+    if _provisioned_image_source(values, provisioning) != "load" or (tarball and os.path.isfile(resolve(tarball))):
         return []
     image = values.get("cluster_image", "the training image")
     missing = f"{resolve(tarball)} is not a file on the controller" if tarball else f"is not set (cluster_image {image})"
@@ -606,18 +605,26 @@ def build_problems(values: Mapping[str, Any], provisioning: bool) -> list[Proble
     """A provisioning run in containers that builds the image on the nodes (container_runtime_image_source: build)
     needs the build context on the controller, holding the Dockerfile: the container_runtime role would stop on it
     only after the engine was installed on every node."""
-    runtime, source = values.get("cluster_runtime", "container"), values.get("container_runtime_image_source", "load")
-    if not provisioning or runtime != "container" or source != "build":
+    if _provisioned_image_source(values, provisioning) != "build":
         return []
-    context = str(values.get("container_runtime_build_context") or "")
-    if not context:
+    given = str(values.get("container_runtime_build_context") or "")
+    if not given:
         return [Problem("container_runtime_build_context", "is not set; the nodes build the image from a directory on the controller")]
-    if not os.path.isdir(resolve(context)):
-        return [Problem("container_runtime_build_context", f"{resolve(context)} is not a directory on the controller")]
+    context = resolve(given)
+    if not os.path.isdir(context):
+        return [Problem("container_runtime_build_context", f"{context} is not a directory on the controller")]
     dockerfile = str(values.get("container_runtime_build_dockerfile") or "Dockerfile")
-    if not os.path.isfile(os.path.join(resolve(context), dockerfile)):
-        return [Problem("container_runtime_build_dockerfile", f"{dockerfile!r} is not a file in {resolve(context)} (container_runtime_build_context)")]
+    if not os.path.isfile(os.path.join(context, dockerfile)):
+        return [Problem("container_runtime_build_dockerfile", f"{dockerfile!r} is not a file in {context} (container_runtime_build_context)")]
     return []
+
+
+def _provisioned_image_source(values: Mapping[str, Any], provisioning: bool) -> str | None:
+    """Where the nodes get the training image in a provisioning run in containers (load, pull or build); None in
+    any other run, which needs no image."""
+    if not provisioning or values.get("cluster_runtime", "container") != "container":
+        return None
+    return str(values.get("container_runtime_image_source", "load"))
 
 
 def wheelhouse_problems(values: Mapping[str, Any], host_wheelhouse: str, oneapi_wheelhouse: str, provisioning: bool) -> list[Problem]:
