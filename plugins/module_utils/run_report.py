@@ -201,16 +201,27 @@ class _Failure:
 _TEARDOWN_ABORT = "terminate called without an active exception"
 
 
+def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
+    """Why ``rank`` (None: every rank) left no status record. Beside a lost node the record may have gone with it: a
+    lost node's files are not collected, and which ranks ran there is not known without them."""
+    if not lost_nodes:
+        return "no rank started" if rank is None else f"rank {rank} never started"
+    nodes = ", ".join(lost_nodes)
+    if rank is None:
+        return f"no rank left a record: lost with {nodes}, or none started"
+    return f"rank {rank} left no record: lost with {nodes}, or never started"
+
+
 def _rank_failures(
-    rank_status: dict[int, dict[str, Any]], world_size: int, log_tails: dict[int, str]
+    rank_status: dict[int, dict[str, Any]], world_size: int, log_tails: dict[int, str], lost_nodes: list[str]
 ) -> list[_Failure]:
     if not rank_status:
-        return [_Failure(_CONSEQUENCE, float("inf"), "no rank started")]
+        return [_Failure(_CONSEQUENCE, float("inf"), _no_record(None, lost_nodes))]
     failures = []
     for rank in range(world_size):
         status = rank_status.get(rank)
         if status is None:
-            failures.append(_Failure(_CONSEQUENCE, float("inf"), f"rank {rank} never started"))
+            failures.append(_Failure(_CONSEQUENCE, float("inf"), _no_record(rank, lost_nodes)))
             continue
         where = f"rank {rank} on {status.get('node', '?')}"
         code = status.get("code")
@@ -312,7 +323,8 @@ def failure_causes(
     failures = _worker_failures(worker_states) + _stall_failures(records.stall)
     failures += _bootstrap_failures(records.mpi_log_tail)
     failures += _launcher_failures(records, launcher)
-    failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails)
+    lost_nodes = [node for node, state in worker_states.items() if state.get("unreachable")]
+    failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails, lost_nodes)
     if timed_out:
         failures.append(_Failure(_TIMEOUT, 0.0, "timed out", TIMEOUT))
     if launcher_exit_code is not None and launcher_exit_code < 0:

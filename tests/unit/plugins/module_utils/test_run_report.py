@@ -960,3 +960,20 @@ def test_a_node_whose_set_up_did_not_finish_is_named_as_such() -> None:
 def test_a_lost_agent_connection_is_ssh_trust_or_connection(agent_log: str, kind: str) -> None:
     records = make_records(rank_status(1, code=None), launcher_events=[LAUNCH, node_exit("node2", 255, T0 + 9)], agent_logs={"node2": agent_log})
     assert summary_of(records, launcher_exit_code=1)["root_cause_kind"] == kind
+
+
+
+def test_a_rank_without_a_record_beside_a_lost_node_may_have_been_lost_with_it() -> None:
+    # The launcher node lost mid-training: rank 0 trained there, but its status file was never collected.
+    records = make_records(absent=(0,))
+    summary = summary_of(records, worker_states={"node1": {"unreachable": True}}, launcher_exit_code=-1)
+    assert summary["failure_reasons"][0] == "node1: the node does not answer (down or cut off)"
+    assert "rank 0 left no record: lost with node1, or never started" in summary["failure_reasons"]
+    assert "rank 0 never started" not in summary["failure_reasons"]
+
+
+def test_no_record_at_all_beside_lost_nodes_names_them() -> None:
+    states = {"node1": {"unreachable": True}, "node3": {"unreachable": True}}
+    summary = summary_of(RunRecords(launcher_events=[LAUNCH]), worker_states=states, launcher_exit_code=1)
+    assert "no rank left a record: lost with node1, node3, or none started" in summary["failure_reasons"]
+    assert "no rank started" not in summary["failure_reasons"]
