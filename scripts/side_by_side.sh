@@ -9,13 +9,20 @@
 # printed name, for each failed command, the last errors in its log (a play's own, not those a nested run printed
 # inside a task's output): what a CI that keeps only the end shows. The commands of a group must not meet: their
 # containers, networks, ports and files are their own. A command runs with `nice` when its name ends in `~` (for one
-# that only fills the CPU the first one leaves idle).
+# that only fills the CPU the first one leaves idle). Each line of a log starts with the time it was written
+# (HH:MM:SS), so a log says where a lane's minutes went; the terminal shows the lines as the command wrote them.
 set -uo pipefail
 
 LOGS=${SIDE_BY_SIDE_LOGS:-/tmp/side-by-side}
 mkdir -p "$LOGS"
 times=$(mktemp)
 failed=()
+STAMP_WIDTH=9  # "HH:MM:SS "
+
+# Standard input, each line prefixed with the time it arrived.
+stamp() {
+  perl -MPOSIX -ne 'BEGIN { $| = 1 } print strftime("%H:%M:%S ", localtime), $_'
+}
 
 # One command: name=command, its log, whether its output also goes to the terminal. Records its time and status.
 run_one() {
@@ -26,11 +33,11 @@ run_one() {
     name=${name%\~}
   fi
   if [ "$show" = yes ]; then
-    bash -c "$command" 2>&1 | tee "$log"
+    bash -c "$command" 2>&1 | stamp | tee "$log" | cut -c$((STAMP_WIDTH + 1))-
     code=${PIPESTATUS[0]}
   else
-    bash -c "$command" >"$log" 2>&1
-    code=$?
+    bash -c "$command" 2>&1 | stamp >"$log"
+    code=${PIPESTATUS[0]}
   fi
   printf '  %-28s %5d s%s\n' "$name" $(( $(date +%s) - from )) "$([ $code -eq 0 ] || echo " FAILED ($code)")" >>"$times"
   return $code
@@ -87,7 +94,7 @@ rm -f "$times"
 if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do
     echo "[side-by-side] $name: its last errors ($LOGS/$name.log):"
-    sed 's/\x1b\[[0-9;]*m//g' "$LOGS/$name.log" \
+    cut -c$((STAMP_WIDTH + 1))- "$LOGS/$name.log" | sed 's/\x1b\[[0-9;]*m//g' \
       | grep -v '\.\.\.ignoring' | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
       | tail -n 6 | cut -c1-300 | sed 's/^/    /'
   done
