@@ -9,11 +9,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events, restart, world
-from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary, write_json
+from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary
+from ansible_collections.multinode.training.plugins.module_utils.summary_file import SummaryError, write_summary
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
     ATTEMPTS_DIR, COLLECTED_DIR, SUMMARY_FILE, append_record,
 )
@@ -79,7 +81,10 @@ class ActionModule(ActionBase):
         if not self._task.check_mode:
             if decision.restart:
                 self._set_attempt_aside(run_dir, path.parent, decision, summary["root_cause_kind"])
-            write_json(path, summary)
+            try:
+                write_summary(path, summary)
+            except SummaryError as error:
+                raise AnsibleActionFail(f"{path}: {error}", result={"summary": summary, "problems": error.problems}) from error
             if not decision.restart:
                 result["recorded"] = recorded(run_dir, args["mlflow_tracking_uri"], args["mlflow_experiment"])
         result.update(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-ACTIONS = ("job_wait", "job_collect", "run_start", "mirror", "run_summary")
+ACTIONS = ("job_wait", "job_collect", "run_start", "mirror", "run_summary", "write_summary")
 COLLECTION = "ansible_collections.multinode.training.plugins"
 OWN_FRAGMENT = "multinode.training."
 
