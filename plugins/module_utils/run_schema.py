@@ -3,10 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """``summary.json``, what every run leaves in ``runs/<job-id>/``: its file name and its one schema (JSON Schema).
 
-Two producers write it: run_report.py (a run over SSH, through the run_summary action) and kubernetes_run.py (a
-run on Kubernetes). Both are tested against :data:`SUMMARY_SCHEMA`; the Python package's ``Summary`` type and the
-key table of docs/RUNS.md are held to it by tests. Keys an SSH run has and a Kubernetes run cannot know (ranks one by
-one, restarts, metrics) are optional; every key either writes means the same on both.
+Two producers compute it: run_report.py (a run over SSH, through the run_summary action) and kubernetes_run.py (a
+run on Kubernetes). One function writes it, summary_file.write_summary, which checks every summary against
+:data:`SUMMARY_SCHEMA` as it writes and refuses one that departs from it; both producers are tested against it too,
+and the Python package's ``Summary`` type and the key table of docs/RUNS.md are held to it by tests. Keys an SSH
+run has and a Kubernetes run cannot know (ranks one by one, restarts, metrics) are optional; every key either writes
+means the same on both.
 
 Plain data, no imports: it is read by the tests, the docs generator and the Python package alike.
 """
