@@ -36,7 +36,6 @@ ALLREDUCE_ELEMENTS = (256, 262144, 4194304)
 RING_ELEMENTS = 16 * 1024 * 1024
 TURNS_PER_CHECK = 18  # the rounds of compute and memory times the turns in a round, at most (about 9 s)
 OTHER_WORK_SHARE = 0.25  # of a shared server's CPUs, the most other work may take in a window that stands alone
-BUSY_RETRIES = 6  # windows of each measure a node on a shared server may take again when other work took more
 
 
 def seconds_per_call(action: Callable[[], Any], repeats: int) -> float:
@@ -118,9 +117,9 @@ def my_turn(world: int) -> tuple[int, int]:
 
 def compute_figures(world: int) -> tuple[float, float, int]:
     """GFLOP/s of a float32 matrix multiply and GB/s of a large copy, the best of this rank's turns in every round;
-    the turns the ranks on one kernel took in a round. A node that shares its server has BUSY_RETRIES windows of
-    each measure to take again when other work kept the server busy: a loaded server costs a few seconds more, at
-    most."""
+    the turns the ranks on one kernel took in a round. A node that shares its server may take as many windows of
+    each measure again as there are rounds, when other work kept the server busy: a loaded server costs a few
+    seconds more, at most."""
     left, right = torch.rand(MATRIX_SIZE, MATRIX_SIZE), torch.rand(MATRIX_SIZE, MATRIX_SIZE)
     source = torch.ones(COPY_BYTES, dtype=torch.uint8)
     target = torch.empty_like(source)
@@ -129,7 +128,7 @@ def compute_figures(world: int) -> tuple[float, float, int]:
         "memory_gbps": (lambda: target.copy_(source), 2 * COPY_BYTES),
     }
     turn, turns = my_turn(world)
-    best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, BUSY_RETRIES if turns > 1 else 0)
+    best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, rounds(turns) if turns > 1 else 0)
     for round_number in range(rounds(turns)):
         for current in range(turns):
             dist.barrier()
