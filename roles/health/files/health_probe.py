@@ -107,12 +107,14 @@ def boot_id() -> str:
         return str(dist.get_rank())
 
 
-def my_turn(world: int) -> tuple[int, int]:
-    """This rank's turn among the ranks on the same kernel, and how many turns the largest such group takes."""
+def my_turn(world: int) -> tuple[int, int, bool]:
+    """This rank's turn among the ranks on the same kernel, how many turns the largest such group takes, and whether
+    this rank shares its kernel with another."""
     kernels: list[Any] = [None] * world
     dist.all_gather_object(kernels, boot_id())
     mine = kernels[dist.get_rank()]
-    return kernels[: dist.get_rank()].count(mine), max(kernels.count(kernel) for kernel in kernels)
+    turns = max(kernels.count(kernel) for kernel in kernels)
+    return kernels[: dist.get_rank()].count(mine), turns, kernels.count(mine) > 1
 
 
 def compute_figures(world: int) -> tuple[float, float, int]:
@@ -127,8 +129,8 @@ def compute_figures(world: int) -> tuple[float, float, int]:
         "gflops": (lambda: torch.mm(left, right), 2 * MATRIX_SIZE**3),
         "memory_gbps": (lambda: target.copy_(source), 2 * COPY_BYTES),
     }
-    turn, turns = my_turn(world)
-    best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, rounds(turns) if turns > 1 else 0)
+    turn, turns, shared = my_turn(world)
+    best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, rounds(turns) if shared else 0)
     for round_number in range(rounds(turns)):
         for current in range(turns):
             dist.barrier()
