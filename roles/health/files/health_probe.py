@@ -130,8 +130,9 @@ def compute_figures(world: int) -> tuple[float, float, int]:
         "memory_gbps": (lambda: target.copy_(source), 2 * COPY_BYTES),
     }
     turn, turns, shared = my_turn(world)
-    best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, rounds(turns) if shared else 0)
-    for round_number in range(rounds(turns)):
+    round_count = rounds(turns)
+    best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, round_count if shared else 0)
+    for round_number in range(round_count):
         for current in range(turns):
             dist.barrier()
             if current != (turn + round_number) % turns:
