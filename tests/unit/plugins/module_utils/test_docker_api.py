@@ -156,9 +156,9 @@ def test_stopped_container_returns_as_soon_as_it_stops(docker: FakeDocker) -> No
     docker.containers["worker"] = FakeContainer(running_gets=2, exit_code=137)
     start = time.monotonic()
 
-    details = docker_api.stopped_container("worker", docker.path, wait_seconds=5, interval=0.05)
+    details = docker_api.stopped_container("worker", docker.path, wait_seconds=60, interval=0.05)
 
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 20
     assert details == {"present": True, "running": False, "exit_code": 137, "oom_killed": False}
     assert docker.containers["worker"].gets == 3
     assert docker.requests == [("GET", "/containers/worker/json")] * 3
@@ -170,7 +170,7 @@ def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(docker: Fak
 
     details = docker_api.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.05)
 
-    assert 0.3 <= time.monotonic() - start < 2
+    assert 0.3 <= time.monotonic() - start < 10
     assert details == {"present": True, "running": True, "exit_code": 0, "oom_killed": False}
     assert docker.containers["worker"].gets >= 3
 

@@ -82,9 +82,9 @@ def test_read_for_returns_at_once_when_launcher_log_holds_the_exit_event(tmp_pat
     (tmp_path / "launcher.log").write_text(text)
     (tmp_path / "node1.log").write_text("[rank 0 node1] epoch 1 loss 0.5\n")
 
-    found, elapsed = timed_read(tmp_path, 5)
+    found, elapsed = timed_read(tmp_path, 60)
 
-    assert elapsed < 2
+    assert elapsed < 20
     assert found == {
         "launcher.log": Chunk(text, len(text.encode())),
         "node1.log": Chunk("[rank 0 node1] epoch 1 loss 0.5\n", 32),
@@ -96,9 +96,9 @@ def test_read_for_returns_once_the_ranks_asked_for_have_ended(tmp_path: Path) ->
     log.write_text(f"[rank 0 node1] {events.RANK_ENDED} 0\n")
 
     with appended_later(log, [f"[rank 1 node2] {events.RANK_ENDED} 0\n"], every=0.3):
-        found, elapsed = timed_read(tmp_path, 10, ranks_to_end=2)
+        found, elapsed = timed_read(tmp_path, 60, ranks_to_end=2)
 
-    assert 0.3 <= elapsed < 3
+    assert 0.3 <= elapsed < 20
     assert found["node1.log"].text.count(events.RANK_ENDED) == 2
 
 
@@ -116,7 +116,7 @@ def test_read_for_waits_the_seconds_given_when_nothing_ends_it(tmp_path: Path) -
 
     found, elapsed = timed_read(tmp_path, 0.3)
 
-    assert 0.3 <= elapsed < 2
+    assert 0.3 <= elapsed < 10
     assert found == {"launcher.log": Chunk(text, len(text))}
 
 
@@ -125,7 +125,7 @@ def test_read_for_of_no_new_text_waits_and_returns_nothing(tmp_path: Path) -> No
 
     found, elapsed = timed_read(tmp_path, 0.2, offsets={"node1.log": 4})
 
-    assert 0.2 <= elapsed < 2
+    assert 0.2 <= elapsed < 10
     assert found == {}
 
 
@@ -145,9 +145,9 @@ def test_read_for_returns_as_soon_as_an_exit_event_is_appended(tmp_path: Path) -
     exit_line = launcher_line("launcher_exit", code=3)
 
     with appended_later(log, [exit_line], every=0.2):
-        found, elapsed = timed_read(tmp_path, 5)
+        found, elapsed = timed_read(tmp_path, 60)
 
-    assert elapsed < 2
+    assert elapsed < 20
     assert found == {"launcher.log": Chunk(exit_line, len(exit_line))}
 
 
@@ -160,9 +160,9 @@ def test_read_for_returns_early_when_the_pid_file_names_a_process_that_is_gone(t
     pid_file = tmp_path / "launch.pid"
     pid_file.write_text(f"{process.pid}\n")
 
-    found, elapsed = timed_read(logs, 5, pid_file=str(pid_file))
+    found, elapsed = timed_read(logs, 60, pid_file=str(pid_file))
 
-    assert elapsed < 2
+    assert elapsed < 20
     assert found == {"node1.log": Chunk("line\n", 5)}
 
 
@@ -174,20 +174,20 @@ def test_read_for_keeps_waiting_while_the_pid_file_names_a_live_process(tmp_path
 
     _, elapsed = timed_read(logs, 0.3, pid_file=str(pid_file))
 
-    assert 0.3 <= elapsed < 2
+    assert 0.3 <= elapsed < 10
 
 
 def test_read_for_keeps_waiting_while_the_pid_file_is_missing(tmp_path: Path) -> None:
     _, elapsed = timed_read(tmp_path, 0.3, pid_file=str(tmp_path / "not-yet.pid"))
 
-    assert 0.3 <= elapsed < 2
+    assert 0.3 <= elapsed < 10
 
 
 def test_read_for_returns_at_once_when_a_file_has_max_bytes_waiting(tmp_path: Path) -> None:
     (tmp_path / "node1.log").write_text("x" * 9 + "\n" + "y" * 9 + "\n")
     start = time.monotonic()
 
-    found = progress.read_for(str(tmp_path), {}, 10, 5)
+    found = progress.read_for(str(tmp_path), {}, 10, 60)
 
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 20
     assert found == {"node1.log": Chunk("x" * 9 + "\n", 10)}
