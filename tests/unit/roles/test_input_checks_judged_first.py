@@ -215,6 +215,11 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "the node's state (the work directory provision.yml makes), looked at on the node before the job changes"
         " anything; the preflight runs on the controller",
     ),
+    (HEALTH, "Stop on a node whose Docker engine does not answer, saying so"): Later(
+        "the node's Docker engine",
+        "the node's state (its engine running), asked of the node before the job changes anything; the preflight runs"
+        " on the controller",
+    ),
     (HEALTH, "Stop here when a node fails the gate (health_mode enforce)"): Later(
         "health_mode=enforce",
         "the health check's verdict on figures measured by running the probe on the nodes",
