@@ -104,9 +104,15 @@ def cached_figures(
 
 
 def _hint(reason: str) -> str:
-    """What to do about a probe that could not start: community.docker's words for an engine it cannot reach."""
+    """What to do about a probe that could not start (community.docker's words for an engine it cannot reach) or did
+    not end (Ansible's async wrapper's, for a probe that outlived health_timeout plus a minute)."""
     if "Error connecting" in reason or "docker.sock" in reason:
         return " (no Docker engine answers on the node: provision it first, playbooks/provision.yml)"
+    if reason == "Timeout exceeded":
+        return (
+            " (the probe did not end within health_timeout plus a minute: the node is too slow or too loaded to be"
+            " measured in that time; a larger health_timeout gives it longer)"
+        )
     return ""
 
 

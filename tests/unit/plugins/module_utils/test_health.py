@@ -389,6 +389,14 @@ def test_probe_figures_failed_probe_is_a_finding() -> None:
     assert "Timeout (62s) waiting for the probe" in failures[0].text
 
 
+def test_probe_figures_a_probe_past_its_async_time_is_named_with_what_to_do() -> None:
+    # Ansible's async wrapper kills a probe that outlived health_timeout plus a minute and says only this.
+    _, failures = health.probe_figures({"node3": {"failed": True, "msg": "Timeout exceeded"}})
+    assert named(failures) == [("node3", "probe")]
+    assert failures[0].text.startswith("node3: the health probe failed: Timeout exceeded (the probe did not end within")
+    assert "a larger health_timeout gives it longer" in failures[0].text
+
+
 def test_probe_figures_failed_probe_with_output_is_still_a_finding() -> None:
     result = {"failed": True, "rc": 1, "stdout": json.dumps(HEALTHY["node1"]), "stderr": "RuntimeError: gloo"}
     figures, failures = health.probe_figures({"node1": result})
