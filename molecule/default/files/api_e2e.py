@@ -219,14 +219,23 @@ def orphaned_then_cancelled(inventory: str, runs: Path) -> dict[str, Any]:
 
 
 def submitted_pair(inventory: str, runs: Path) -> dict[str, Any]:
-    """Two jobs submitted at once to the same nodes, as a notebook would: they take turns, both succeed."""
+    """Two jobs submitted at once to the same nodes, as a notebook would: they take turns, both succeed. The first,
+    right after check() passed, has the health gate enforced: it reuses that check instead of measuring again."""
     returned_s = []
     jobs = []
-    for job_id, launcher in (("molecule-submit-1", "torchrun"), ("molecule-submit-2", "mpiexec")):
+    submitted = (
+        ("molecule-submit-1", {"launcher_type": "torchrun", "cluster_health_check": "enforce"}),
+        ("molecule-submit-2", {"launcher_type": "mpiexec"}),
+    )
+    for job_id, variables in submitted:
         began = time.monotonic()
-        jobs.append(mt.submit(inventory, extravars={"launcher_job_id": job_id, "launcher_type": launcher}, runs_dir=runs))
+        job = mt.submit(inventory, extravars={"launcher_job_id": job_id, **variables}, runs_dir=runs)
         returned_s.append(round(time.monotonic() - began, 3))
-    check(max(returned_s) < 2, f"submit() took {returned_s} s")
+        # "Returns at once" is that the call does not wait for its job: the job has not started training when it
+        # returns (its seconds are recorded, not bounded: they are a busy machine's as much as the code's).
+        state_on_return = job.status()
+        check(state_on_return in ("queued", "provisioning"), f"{job_id} was {state_on_return} when submit() returned")
+        jobs.append(job)
     first, second = jobs
     states: dict[str, list[str]] = {job.id: [] for job in jobs}
     overlap: list[str] = []
@@ -252,6 +261,8 @@ def submitted_pair(inventory: str, runs: Path) -> dict[str, Any]:
     runs_of = {job.id: job.wait(timeout=600) for job in jobs}
     watcher.join(timeout=60)
     check(all(run.status == "succeeded" for run in runs_of.values()), f"submitted jobs: {[(i, r.status) for i, r in runs_of.items()]}")
+    gate = (runs_of[first.id].summary or {}).get("settings", {}).get("health", {})
+    check(gate.get("status") == "passed" and gate.get("reused_age_seconds") is not None, f"{first.id}'s health gate: {gate}")
     check(not overlap, f"the queued job started before the first ended: {overlap[:3]}")
     wanted = ["queued", "provisioning", "running", "succeeded"]
     for job_id, seen in states.items():
@@ -267,13 +278,14 @@ def main() -> None:
     inventory, runs = sys.argv[1], Path(sys.argv[2])
     found = {
         **planned_then_trained(inventory, runs),
+        # check() right before the pair: its first job reuses the check.
+        **checked(inventory, runs),
         **submitted_pair(inventory, runs),
         **ran_beside_then_taken_over(inventory, runs),
         **orphaned_then_cancelled(inventory, runs),
         # A cancelled job removes the worker containers: verify_api.yml then checks none is left.
         **interrupted(inventory, runs),
         **planned_requirements(inventory),
-        **checked(inventory, runs),
     }
     print(json.dumps(found))
 
