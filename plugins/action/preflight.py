@@ -99,7 +99,12 @@ class ActionModule(ActionBase):
             own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(effective)
             found += [(host, problem) for problem in own]
         if scope == "run":
-            problems = preflight.merge_hosts(found, hosts) + self._cluster_problems(task_vars, groups, options, defaults, values)
+            node_groups = {group: list(task_vars["groups"].get(group, [])) for group in groups}
+            problems = (
+                preflight.left_out_problems(node_groups, hosts)
+                + preflight.merge_hosts(found, hosts)
+                + self._cluster_problems(task_vars, groups, options, defaults, values)
+            )
         else:
             # The job's values only (the Kubernetes entry point), judged by the same rules and said in the same words
             # as for a run given them with -e; its one host is the controller, not a node to name.

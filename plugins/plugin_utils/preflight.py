@@ -378,6 +378,20 @@ def inventory_problems(launchers: list[str], workers: list[str], hosts: list[Hos
     return problems + same_machine + [problem for problem in same_sshd if problem.hosts not in reported]
 
 
+def left_out_problems(group_hosts: Mapping[str, list[str]], play_hosts: list[str]) -> list[Problem]:
+    """Every node of the launcher and workers groups is in the run: a ``--limit`` that leaves one out went on to change
+    the others and then failed on what the missing node should have told them (its facts, its key), with no summary."""
+    reached = set(play_hosts)
+    left_out = [f"{host} (group {group})" for group, hosts in group_hosts.items() for host in hosts if host not in reached]
+    if not left_out:
+        return []
+    message = (
+        f"leaves out {', '.join(left_out)}: a run takes every node of its inventory's groups; to run on fewer nodes,"
+        " give an inventory of those nodes"
+    )
+    return [Problem("--limit", message)]
+
+
 def _connect_address_problems(host: HostEntry, named: bool) -> list[Problem]:
     """The address SSH reaches ``host`` at (ansible_host, else the inventory name), which the launch script's SSH may
     also use: never an ssh option (``-oProxyCommand=...``), a ``user@host`` or shell text. A bad inventory name used as

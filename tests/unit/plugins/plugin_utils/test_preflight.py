@@ -389,6 +389,30 @@ def test_a_cluster_address_that_is_no_address_is_refused(address: str) -> None:
     assert_single(problems_of(cluster_address=address), "cluster_address", f"{address!r} is not allowed; use {ADDRESS_TEXT}")
 
 
+# ----------------------------------------------------------------------------------------- left_out_problems
+
+NODE_GROUPS = {"launcher": ["node1"], "workers": ["node2", "node3"]}
+
+
+def test_a_run_on_every_node_of_its_groups_leaves_none_out() -> None:
+    assert preflight.left_out_problems(NODE_GROUPS, ["node1", "node2", "node3"]) == []
+
+
+def test_a_limit_leaving_out_a_worker_is_refused_naming_it_and_its_group() -> None:
+    problem = assert_single(preflight.left_out_problems(NODE_GROUPS, ["node1", "node2"]), "--limit")
+    assert problem.message.startswith("leaves out node3 (group workers): a run takes every node")
+    assert "give an inventory of those nodes" in problem.message
+
+
+def test_a_limit_leaving_out_the_launcher_and_a_worker_names_both_once() -> None:
+    problem = assert_single(preflight.left_out_problems(NODE_GROUPS, ["node2"]), "--limit")
+    assert "leaves out node1 (group launcher), node3 (group workers):" in problem.message
+
+
+def test_hosts_of_other_groups_in_the_play_are_no_concern_of_this_check() -> None:
+    assert preflight.left_out_problems(NODE_GROUPS, ["node1", "node2", "node3", "spare1"]) == []
+
+
 # --------------------------------------------------------------------------------------- controller_problems
 
 
