@@ -16,6 +16,19 @@ from typing import Iterable
 LAUNCHER_FILES = ("hostfile", "launch.sh")
 RANK_WRAPPER = "rank.sh"
 COLLECTED_DIRS = ("logs", "status")
+# A launcher that takes longer than this to end once waited for is worth a word (its ranks had all ended).
+SLOW_LAUNCHER_END_S = 10
+
+
+def slow_launcher_end(waited_s: float, still_running: bool) -> str | None:
+    """What to say of a launcher container that ended ``waited_s`` after every rank had ended: a process a rank left
+    behind may have held the ranks' output open. Nothing when it ended soon, or has not ended (said elsewhere)."""
+    if still_running or waited_s <= SLOW_LAUNCHER_END_S:
+        return None
+    return (
+        f"the launcher container ended {waited_s:.0f} s after this wait began: a process a rank left behind"
+        " may have held the ranks' output open"
+    )
 
 
 def make_directories(paths: Iterable[str], uid: int, gid: int, mode: int = 0o750) -> list[str]:

@@ -94,9 +94,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.multinode.training.plugins.module_utils import docker_api, job_files, node_state, prune
 
-# A launcher that takes longer than this to end once waited for is worth a word (its ranks had all ended).
-SLOW_LAUNCHER_END_S = 10
-
 
 def main() -> None:
     module = AnsibleModule(
@@ -122,16 +119,12 @@ def main() -> None:
         module.fail_json(msg=error)
     result: dict[str, Any] = {}
     if params["launcher_container"]:
-        waited = time.monotonic()
+        wait_began = time.monotonic()
         result["launcher"] = docker_api.stopped_container(
             params["launcher_container"], params["docker_socket"], params["launcher_stop_wait"]
         )
-        waited = time.monotonic() - waited
-        if waited > SLOW_LAUNCHER_END_S and not result["launcher"]["running"]:
-            module.warn(
-                f"the launcher container ended {waited:.0f} s after this wait began: a process a rank left behind"
-                " may have held the ranks' output open"
-            )
+        if warning := job_files.slow_launcher_end(time.monotonic() - wait_began, result["launcher"]["running"]):
+            module.warn(warning)
     paths = job_files.job_files(
         params["job_dir"], params["work_dir"], params["output_dir"], outputs=params["outputs"], launcher=params["launcher"]
     )

@@ -141,3 +141,19 @@ def test_a_job_without_a_directory_has_no_earlier_attempt(tmp_path: Path) -> Non
 def test_the_attempt_files_are_never_the_work_dir_outputs_or_checkpoints() -> None:
     assert job_files.ATTEMPT_FILES == ("logs", "status", "stop", "launch.pid", "agent.pid", "slurm.jobid")
     assert not {"work", "outputs", "checkpoints", "rank.sh", "launch.sh", "hostfile"} & set(job_files.ATTEMPT_FILES)
+
+
+# ------------------------------------------------------------------------------------------ slow_launcher_end
+
+
+def test_a_launcher_that_ended_late_is_said_to_have_waited_for_a_process_a_rank_left_behind() -> None:
+    said = job_files.slow_launcher_end(41.6, still_running=False)
+    assert said == (
+        "the launcher container ended 42 s after this wait began: a process a rank left behind may have held the"
+        " ranks' output open"
+    )
+
+
+def test_a_launcher_that_ended_soon_or_runs_still_gets_no_word() -> None:
+    assert job_files.slow_launcher_end(job_files.SLOW_LAUNCHER_END_S, still_running=False) is None
+    assert job_files.slow_launcher_end(120, still_running=True) is None
