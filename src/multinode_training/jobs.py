@@ -98,7 +98,7 @@ def submit(
     extravars: Mapping[str, Any] | None = None,
     runs_dir: str | os.PathLike[str] = "runs",
     collection_dir: str | os.PathLike[str] | None = None,
-    provision: bool = True,
+    provision: bool | None = None,
     beside: bool = False,
 ) -> Job:
     """Queue the job of ``inventory`` (playbooks/train.yml with ``extravars``) and return its handle at once.
@@ -106,15 +106,20 @@ def submit(
     Provisioning, the launch and the training go on in a detached follower; a job id already queued or running is
     refused (InvalidJobError). ``provision=False`` runs playbooks/launch.yml instead, for a cluster provisioned
     before: the job only, after the check that each node still holds its provisioning (a node that drifted is named).
-    ``beside=True`` (with ``provision=False``) does not wait for the jobs on its nodes: it runs beside them
-    (``launcher_beside``) when their ports and the nodes' cores allow, and is refused before any node changes when
-    they do not. The jobs submitted after it still wait for it.
+    ``beside=True`` does not wait for the jobs on its nodes: it runs beside them (``launcher_beside``) when their
+    ports and the nodes' cores allow, and is refused before any node changes when they do not. It is a job only (no
+    provisioning, which would restart the workers under the running jobs), as the command line's ``--beside`` is;
+    ``provision=True`` with it is refused. The jobs submitted after it still wait for it.
     """
     inventory_path = Path(inventory).expanduser().resolve()
     if not inventory_path.exists():
         raise InvalidJobError("-", [f"no inventory at {inventory_path}"])
+    if provision is None:
+        provision = not beside
     if beside and provision:
-        raise InvalidJobError("-", ["beside=True runs the job only (playbooks/launch.yml): give provision=False too"])
+        raise InvalidJobError(
+            "-", ["beside=True runs the job only (playbooks/launch.yml), on provisioned nodes: leave provision out"]
+        )
     collection = find_collection(collection_dir)
     job_id = job_id_for(extravars or {}, collection)
     runs = Path(runs_dir).expanduser().resolve()

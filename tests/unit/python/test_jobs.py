@@ -473,13 +473,14 @@ def test_a_job_beside_does_not_wait_and_the_next_one_waits_for_it(cluster: dict[
         extravars={"launcher_job_id": "job-beside", "hold": HELD},
         runs_dir=cluster["runs"],
         collection_dir=cluster["collection"],
-        provision=False,
         beside=True,
     )
     after = submitted(cluster, "job-after", hold=0)
     wait_for(beside, "running")
     assert first.status() == "running", "the job beside runs while the first does"
-    assert json.loads((beside.run_dir / "job.json").read_text())["extravars"]["launcher_beside"] is True
+    beside_record = json.loads((beside.run_dir / "job.json").read_text())
+    # As the README writes it, beside=True alone: the job only, launch.yml.
+    assert beside_record["extravars"]["launcher_beside"] is True and beside_record["playbook"] == "launch.yml"
     assert after.status() == "queued"
     release(first, beside)
     assert all(job.wait(timeout=PATIENCE).status == "succeeded" for job in (first, beside, after))
@@ -489,7 +490,7 @@ def test_a_job_beside_does_not_wait_and_the_next_one_waits_for_it(cluster: dict[
 def test_a_job_beside_with_provisioning_is_refused_creating_nothing(cluster: dict[str, Path]) -> None:
     with pytest.raises(InvalidJobError, match="beside=True runs the job only"):
         submit(cluster["inventory"], extravars={"launcher_job_id": "job-x"}, runs_dir=cluster["runs"],
-               collection_dir=cluster["collection"], beside=True)
+               collection_dir=cluster["collection"], provision=True, beside=True)
     assert not (cluster["runs"] / "job-x").exists()
 
 
