@@ -99,9 +99,11 @@ class ActionModule(ActionBase):
             own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(effective)
             found += [(host, problem) for problem in own]
         if scope == "run":
+            # A job and its provisioning need every node (teardown.yml and check.yml, with no phase, may take fewer).
             node_groups = {group: list(task_vars["groups"].get(group, [])) for group in groups}
+            left_out = preflight.left_out_problems(node_groups, hosts) if task_vars.get("multinode_phase") else []
             problems = (
-                preflight.left_out_problems(node_groups, hosts)
+                left_out
                 + preflight.merge_hosts(found, hosts)
                 + self._cluster_problems(task_vars, groups, options, defaults, values)
             )

@@ -18,8 +18,8 @@ description:
     names that end up in container names, paths or shell contexts).
   - Refuses a cluster-wide input (of the cluster contract, the workload or the job) that hosts set to different
     values; only a node's own address, interface, ranks per node, threads and C(launcher_env) may differ.
-  - Refuses a run that leaves out a node of the launcher or workers group (with C(--limit)), since a run takes
-    every node of those groups.
+  - Refuses a provisioning, launch or attach run (one whose play sets C(multinode_phase)) that leaves out a node of
+    the launcher or workers group (with C(--limit)), since such a run takes every node of those groups.
   - Checks the inventory's shape (exactly one launcher, not also a worker; host names usable in paths and unique
     regardless of case; no two hosts on the same SSH endpoint or worker sshd endpoint) and that the training code
     directory, the training script in it, the data set directory and the runs directory are usable on the
