@@ -214,7 +214,9 @@ def orphaned_then_cancelled(inventory: str, runs: Path) -> dict[str, Any]:
     lines = (run.dir / "progress.jsonl").read_text().splitlines()
     ends = [record for record in map(json.loads, lines) if record.get("kind") in ("ended", "node_exit", "launcher_exit")]
     stopped_s = round(max((float(record["time"]) for record in ends), default=float("inf")) - asked_at, 2)
-    check(stopped_s < 15, f"the job's processes ended {stopped_s} s after the cancel: {ends}")
+    # Left alone it trains 1000 epochs (over 15 min here): ended within 2 min, it was the cancel that ended it. The
+    # seconds are shown, not judged closer: the stop is a playbook run on the launcher node (10.2 s in a busy CI).
+    check(stopped_s < 120, f"the job's processes ended {stopped_s} s after the cancel: {ends}")
     return {"orphan_stopped_s": stopped_s, "orphan_summary_after_s": round(time.time() - asked_at, 2)}
 
 
