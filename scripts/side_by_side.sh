@@ -93,9 +93,13 @@ printf '\nside by side, time per command:\n%s\n' "$(cat "$times")"
 rm -f "$times"
 if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do
+    plain=$(cut -c$((STAMP_WIDTH + 1))- "$LOGS/$name.log" | sed 's/\x1b\[[0-9;]*m//g')
+    # A command of several make targets (make -k) goes on past a failed one: name each that failed, since the last
+    # errors may be another target's, or a rescued error a scenario expects.
+    echo "[side-by-side] $name: its failed make targets: $(grep -oE 'make(\[[0-9]+\])?: \*\*\* \[[^]]*\]' <<<"$plain" \
+      | sed 's/.*\[//; s/\]$//' | sort -u | tr '\n' ' ')"
     echo "[side-by-side] $name: its last errors ($LOGS/$name.log):"
-    cut -c$((STAMP_WIDTH + 1))- "$LOGS/$name.log" | sed 's/\x1b\[[0-9;]*m//g' \
-      | grep -v '\.\.\.ignoring' | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
+    grep -v '\.\.\.ignoring' <<<"$plain" | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
       | tail -n 6 | cut -c1-300 | sed 's/^/    /'
   done
   echo "[side-by-side] failed: ${failed[*]}"
