@@ -96,11 +96,11 @@ if [ ${#failed[@]} -gt 0 ]; then
     plain=$(cut -c$((STAMP_WIDTH + 1))- "$LOGS/$name.log" | sed 's/\x1b\[[0-9;]*m//g')
     # A command of several make targets (make -k) goes on past a failed one: name each that failed, since the last
     # errors may be another target's, or a rescued error a scenario expects.
-    echo "[side-by-side] $name: its failed make targets: $(grep -oE 'make(\[[0-9]+\])?: \*\*\* \[[^]]*\]' <<<"$plain" \
-      | sed 's/.*\[//; s/\]$//' | sort -u | tr '\n' ' ')"
+    targets=$(grep -oE 'make(\[[0-9]+\])?: \*\*\* \[[^]]*\]' <<<"$plain" | sed 's/.*\[//; s/\]$//' | sort -u | tr '\n' ' ')
+    [ -z "$targets" ] || echo "[side-by-side] $name: its failed make targets: $targets"
     echo "[side-by-side] $name: its last errors ($LOGS/$name.log):"
-    grep -v '\.\.\.ignoring' <<<"$plain" | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error' \
-      | tail -n 6 | cut -c1-300 | sed 's/^/    /'
+    grep -v '\.\.\.ignoring' <<<"$plain" | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error|Idempotence test failed|^ERROR: ' \
+      | tail -n 18 | cut -c1-300 | sed 's/^/    /'
   done
   echo "[side-by-side] failed: ${failed[*]}"
   exit 1
