@@ -66,7 +66,9 @@ class ActionModule(ActionBase):
             )
             members = self._bring_back(remote_archive, args["dest"])
         finally:
-            self._remove_tmp_path(remote_tmp, force=True)
+            # The path only: Mitogen's strategy replaces this method with one that takes no `force`; ansible-core
+            # removes it unless the run keeps remote files (ANSIBLE_KEEP_REMOTE_FILES), as its own actions do.
+            self._remove_tmp_path(remote_tmp)
         follow = args["follow"]
         if follow:
             # What the job logged after job_wait stopped following it (its agents' and launcher's end).

@@ -68,7 +68,9 @@ class ActionModule(ActionBase):
                     self._fixup_perms2([remote_tmp, archives[dest]])
             unpacked = execute(self, NODE_MODULE, task_vars, {**module_args, "archives": archives})
         finally:
-            self._remove_tmp_path(remote_tmp, force=True)
+            # The path only: Mitogen's strategy replaces this method with one that takes no `force`; ansible-core
+            # removes it unless the run keeps remote files (ANSIBLE_KEEP_REMOTE_FILES), as its own actions do.
+            self._remove_tmp_path(remote_tmp)
         left = {dest: paths for dest, tree in unpacked["trees"].items() if (paths := _to_send(sources[dest], tree))}
         if left:
             raise AnsibleActionFail(f"files still differ on the node after sending them (changed while copied?): {left}")
