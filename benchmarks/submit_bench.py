@@ -13,6 +13,10 @@ And, taken in the same turns, Ansible's own floor: ``benchmarks/ansible_floor.ym
 start, four waves of the lightest module on every node (the fewest module runs a checked job needs) and a summary;
 its wall time is what no playbook-driven job can go below on this machine, before any launcher starts a rank.
 
+With ``--mitogen`` (``pip install mitogen`` into the venv first), the two ``launch.yml`` ways and the floor are also
+taken under Mitogen for Ansible's ``mitogen_linear`` strategy, in the same turns: one persistent interpreter per node
+instead of a new process and upload per module run.
+
 Measured from the moment the job was asked for (the harness starting ansible-playbook, the call to submit()):
 how long submit() took to return; when every rank had started (the ``started`` records of progress.jsonl, which
 the rank wrappers time on the nodes); and the whole job's overhead: its wall time (to the playbook's end; for
@@ -21,13 +25,14 @@ Medians are reported. Writes benchmarks/results/submit_bench.json and submit_ben
 in docs/BENCHMARKS.md between its markers.
 
     make sim train                      # once: a provisioned sim cluster (inventories/sim)
-    .venv/bin/python benchmarks/submit_bench.py [--runs 3]
+    .venv/bin/python benchmarks/submit_bench.py [--runs 3] [--mitogen]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import statistics
 import time
@@ -45,13 +50,22 @@ RUNS_DIR = playbook_runs.RUNS_DIR
 JOB_ARGS = ["--epochs", "3"]
 WAYS = ("launch.yml", "launch.yml (mpiexec)", "submit (launch.yml)", "submit (train.yml)")
 # The launcher of each way: the example's own (torchrun), or mpiexec, whose start and wind-down are short.
-MPIEXEC_WAYS = ("launch.yml (mpiexec)",)
+MPIEXEC_WAYS = ("launch.yml (mpiexec)", "launch.yml (mpiexec, Mitogen)")
+# With --mitogen: the launch.yml ways again under Mitogen's strategy.
+MITOGEN_WAYS = ("launch.yml (Mitogen)", "launch.yml (mpiexec, Mitogen)")
 FLOOR_PLAYBOOK = "benchmarks/ansible_floor.yml"
 MEASURES = ("submit_return_s", "ranks_started_s", "wall_s", "train_s", "overhead_s", "launcher_own_s", "collection_s")
 
 
 def job_id(way: str, index: int) -> str:
-    slug = {"launch.yml": "cli", "launch.yml (mpiexec)": "mpi", "submit (launch.yml)": "warm", "submit (train.yml)": "full"}[way]
+    slug = {
+        "launch.yml": "cli",
+        "launch.yml (mpiexec)": "mpi",
+        "submit (launch.yml)": "warm",
+        "submit (train.yml)": "full",
+        "launch.yml (Mitogen)": "cli-mitogen",
+        "launch.yml (mpiexec, Mitogen)": "mpi-mitogen",
+    }[way]
     return f"submitbench-{slug}-{datetime.datetime.now(datetime.UTC):%H%M%S}-{index}"
 
 
@@ -102,6 +116,19 @@ def measured(run_dir: Path, asked_at: float, ended_at: float, submit_return_s: f
     }
 
 
+def mitogen_environment() -> dict[str, str]:
+    """The environment that runs a playbook under Mitogen's mitogen_linear strategy."""
+    found = importlib.util.find_spec("ansible_mitogen")
+    if found is None or found.origin is None:
+        raise SystemExit("--mitogen: Mitogen is not installed in this venv: .venv/bin/pip install mitogen")
+    strategies = Path(found.origin).parent / "plugins" / "strategy"
+    return {"ANSIBLE_STRATEGY_PLUGINS": str(strategies), "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+
+def strategy_environment(way: str) -> dict[str, str]:
+    return mitogen_environment() if way in MITOGEN_WAYS else {}
+
+
 def cli_run(way: str, index: int) -> dict[str, Any]:
     job = job_id(way, index)
     launcher = {"launcher_type": "mpiexec"} if way in MPIEXEC_WAYS else {}
@@ -112,6 +139,7 @@ def cli_run(way: str, index: int) -> dict[str, Any]:
         {"launcher_job_id": job, "launcher_script_args": JOB_ARGS, **launcher},
         inventory=str(INVENTORY),
         log_dir=LOG_DIR,
+        env=strategy_environment(way),
     )
     if not step.ok:
         raise SystemExit(f"launch.yml run {index} ({job}) failed (rc {step.rc}): {step.error}")
@@ -135,9 +163,11 @@ def submit_run(way: str, index: int) -> dict[str, Any]:
     return measured(job.run_dir, asked_at, ended_at, returned_s)
 
 
-def floor_run(index: int) -> float:
-    """The wall time of ansible_floor.yml on the sim cluster (seconds)."""
-    step = playbook_runs.run_playbook(f"ansible-floor-{index}", FLOOR_PLAYBOOK, {}, inventory=str(INVENTORY), log_dir=LOG_DIR)
+def floor_run(index: int, strategy: str) -> float:
+    """The wall time of ansible_floor.yml on the sim cluster (seconds), under the plain or the Mitogen strategy."""
+    env = mitogen_environment() if strategy == "Mitogen" else {}
+    name = f"ansible-floor-{strategy.lower()}-{index}"
+    step = playbook_runs.run_playbook(name, FLOOR_PLAYBOOK, {}, inventory=str(INVENTORY), log_dir=LOG_DIR, env=env)
     if not step.ok:
         raise SystemExit(f"{FLOOR_PLAYBOOK} run {index} failed (rc {step.rc}): {step.error}")
     return round(step.wall_s, 2)
@@ -148,9 +178,9 @@ def median(values: list[Any], digits: int = 2) -> float | None:
     return round(statistics.median(present), digits) if present else None
 
 
-def report(results: list[dict[str, Any]], floors: list[float]) -> str:
-    columns = " | ".join(f"`{way}`" for way in WAYS)
-    rows = [f"| median of {{runs}} | {columns} |", "|---|" + "---:|" * len(WAYS)]
+def report(results: list[dict[str, Any]], floors: dict[str, list[float]], ways: tuple[str, ...]) -> str:
+    columns = " | ".join(f"`{way}`" for way in ways)
+    rows = [f"| median of {{runs}} | {columns} |", "|---|" + "---:|" * len(ways)]
     labels = {
         "submit_return_s": "submit() returned after s",
         "ranks_started_s": "every rank started after s",
@@ -160,10 +190,10 @@ def report(results: list[dict[str, Any]], floors: list[float]) -> str:
         "launcher_own_s": "of it the launcher's own start and wind-down s",
         "collection_s": "of it the collection's own s (the playbook: checks, sync, launch, collect, summary)",
     }
-    counts = {way: sum(1 for result in results if result["way"] == way) for way in WAYS}
+    counts = {way: sum(1 for result in results if result["way"] == way) for way in ways}
     for measure in MEASURES:
         cells = []
-        for way in WAYS:
+        for way in ways:
             digits = 3 if measure == "submit_return_s" else 2
             value = median([result[measure] for result in results if result["way"] == way], digits)
             cells.append("-" if value is None else (f"**{value}**" if measure == "overhead_s" else str(value)))
@@ -180,30 +210,45 @@ def report(results: list[dict[str, Any]], floors: list[float]) -> str:
         " torch before they spawn a rank, and wind down after the last one ends) and the collection's. The"
         " example's launcher is torchrun; `launch.yml (mpiexec)` is the same job under mpiexec."
     )
+    taken = "; ".join(
+        f"{'under Mitogen' if strategy == 'Mitogen' else 'plain'} {median(walls)} s (median of {len(walls)}:"
+        f" {', '.join(map(str, walls))})"
+        for strategy, walls in floors.items()
+    )
     floor = (
         f"Ansible's own floor, in the same turns: `{FLOOR_PLAYBOOK}` (no job: ansible-playbook's start, four module"
-        f" runs of `ansible.builtin.ping` on each node one wave after another, a summary) took {median(floors)} s"
-        f" (median of {len(floors)}: {', '.join(map(str, floors))})."
+        f" runs of `ansible.builtin.ping` on each node one wave after another, a summary) took: {taken}."
     )
-    return "\n".join(["### A warm submit (3-node sim cluster)", "", intro, "", *rows, "", floor]) + "\n"
+    mitogen = (
+        " The ways marked Mitogen ran under Mitogen for Ansible's `mitogen_linear` strategy (`--mitogen`)."
+        if set(MITOGEN_WAYS) & set(ways)
+        else ""
+    )
+    return "\n".join(["### A warm submit (3-node sim cluster)", "", intro + mitogen, "", *rows, "", floor]) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--mitogen", action="store_true", help="also the launch.yml ways and the floor under Mitogen")
     args = parser.parse_args()
+    ways = WAYS + (MITOGEN_WAYS if args.mitogen else ())
+    strategies = ("plain", "Mitogen") if args.mitogen else ("plain",)
     playbook_runs.become_subreaper()
     results = []
-    floors = []
+    floors: dict[str, list[float]] = {strategy: [] for strategy in strategies}
     for index in range(1, args.runs + 1):
-        floors.append(floor_run(index))
-        print(json.dumps({"way": "ansible floor", "wall_s": floors[-1]}), flush=True)
-        for way in WAYS:
+        for strategy in strategies:
+            floors[strategy].append(floor_run(index, strategy))
+            print(json.dumps({"way": f"ansible floor ({strategy})", "wall_s": floors[strategy][-1]}), flush=True)
+        for way in ways:
             result = cli_run(way, index) if way.startswith("launch.yml") else submit_run(way, index)
             result["way"] = way
             print(json.dumps(result), flush=True)
             results.append(result)
-    playbook_runs.write_results({"results": results, "floor_wall_s": floors}, RESULTS_JSON, RESULTS_MD, report(results, floors))
+    playbook_runs.write_results(
+        {"results": results, "floor_wall_s": floors}, RESULTS_JSON, RESULTS_MD, report(results, floors, ways)
+    )
     print(RESULTS_MD.read_text())
 
 
