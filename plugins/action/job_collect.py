@@ -13,7 +13,7 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import secret_values
-from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
+from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute, node_temp_directory
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import Follower, collected_rest, show
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to collect"}
-        remote_tmp = self._make_tmp_path()
+        remote_tmp = node_temp_directory(self)
         try:
             remote_archive = self._connection._shell.join_path(remote_tmp, "collect.tar")
             packed = execute(

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.multinode.training.plugins.module_utils import mirror
-from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute
+from ansible_collections.multinode.training.plugins.plugin_utils.actions import execute, node_temp_directory
 
 NODE_MODULE = "multinode.training.mirror_files"
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -56,7 +56,7 @@ class ActionModule(ActionBase):
 
     def _send(self, sources: dict[str, str], to_send: dict[str, list[str]], module_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         """One archive per tree with files to send, transferred and unpacked in one more module run."""
-        remote_tmp = self._make_tmp_path()
+        remote_tmp = node_temp_directory(self)
         try:
             with tempfile.TemporaryDirectory(prefix="multinode-mirror-") as local:
                 archives = {}

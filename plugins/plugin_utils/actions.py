@@ -15,3 +15,12 @@ def execute(action: ActionBase, module: str, task_vars: dict[str, Any], module_a
     if found.get("failed"):
         raise AnsibleActionFail(f"{module}: {found.get('msg', 'failed')}")
     return found
+
+
+def node_temp_directory(action: ActionBase) -> str:
+    """The task's temporary directory on the node: the one ``ActionBase.run()`` made already (it does for an action
+    that transfers files), else a new one.
+
+    A second one would be left behind: the path removed at the end is the one the connection's shell names last.
+    """
+    return action._connection._shell.tmpdir or action._make_tmp_path()
