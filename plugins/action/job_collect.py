@@ -54,8 +54,7 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(ARGUMENT_SPEC)[1]
         if self._task.check_mode:
             return {**result, "changed": False, "skipped": True, "msg": "check mode: no job to collect"}
-        remote_tmp = node_temp_directory(self)
-        try:
+        with node_temp_directory(self) as remote_tmp:
             remote_archive = self._connection._shell.join_path(remote_tmp, "collect.tar")
             packed = execute(
                 self,
@@ -65,10 +64,6 @@ class ActionModule(ActionBase):
                 | {"dest": remote_archive, "owner": self._get_remote_user() or getpass.getuser()},
             )
             members = self._bring_back(remote_archive, args["dest"])
-        finally:
-            # The path only: Mitogen's strategy replaces this method with one that takes no `force`; ansible-core
-            # removes it unless the run keeps remote files (ANSIBLE_KEEP_REMOTE_FILES), as its own actions do.
-            self._remove_tmp_path(remote_tmp)
         follow = args["follow"]
         if follow:
             # What the job logged after job_wait stopped following it (its agents' and launcher's end).

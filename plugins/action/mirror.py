@@ -56,8 +56,7 @@ class ActionModule(ActionBase):
 
     def _send(self, sources: dict[str, str], to_send: dict[str, list[str]], module_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         """One archive per tree with files to send, transferred and unpacked in one more module run."""
-        remote_tmp = node_temp_directory(self)
-        try:
+        with node_temp_directory(self) as remote_tmp:
             with tempfile.TemporaryDirectory(prefix="multinode-mirror-") as local:
                 archives = {}
                 for index, (dest, paths) in enumerate(sorted(to_send.items())):
@@ -67,10 +66,6 @@ class ActionModule(ActionBase):
                     self._transfer_file(local_archive, archives[dest])
                     self._fixup_perms2([remote_tmp, archives[dest]])
             unpacked = execute(self, NODE_MODULE, task_vars, {**module_args, "archives": archives})
-        finally:
-            # The path only: Mitogen's strategy replaces this method with one that takes no `force`; ansible-core
-            # removes it unless the run keeps remote files (ANSIBLE_KEEP_REMOTE_FILES), as its own actions do.
-            self._remove_tmp_path(remote_tmp)
         left = {dest: paths for dest, tree in unpacked["trees"].items() if (paths := _to_send(sources[dest], tree))}
         if left:
             raise AnsibleActionFail(f"files still differ on the node after sending them (changed while copied?): {left}")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
@@ -17,10 +19,17 @@ def execute(action: ActionBase, module: str, task_vars: dict[str, Any], module_a
     return found
 
 
-def node_temp_directory(action: ActionBase) -> str:
-    """The task's temporary directory on the node: the one ``ActionBase.run()`` made already (it does for an action
-    that transfers files), else a new one.
+@contextmanager
+def node_temp_directory(action: ActionBase) -> Iterator[str]:
+    """The task's temporary directory on the node, removed when the block ends.
 
-    A second one would be left behind: the path removed at the end is the one the connection's shell names last.
+    The one ``ActionBase.run()`` made already (it does for an action that transfers files), else a new one: a second
+    one would be left behind, since the path removed at the end is the one the connection's shell names last. Removed
+    by path only: Mitogen's strategy replaces ``_remove_tmp_path`` with one that takes no ``force``; ansible-core
+    removes it unless the run keeps remote files (ANSIBLE_KEEP_REMOTE_FILES), as its own actions do.
     """
-    return action._connection._shell.tmpdir or action._make_tmp_path()
+    path = action._connection._shell.tmpdir or action._make_tmp_path()
+    try:
+        yield path
+    finally:
+        action._remove_tmp_path(path)

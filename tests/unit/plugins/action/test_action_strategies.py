@@ -1,4 +1,5 @@
-"""The collection's action plugins call ActionBase's helpers only in the form every strategy's ActionBase takes.
+"""The collection's action plugins (and their shared helpers) call ActionBase's helpers only in the form every
+strategy's ActionBase takes.
 
 Mitogen for Ansible (its ``mitogen_linear`` strategy) mixes its own ``_make_tmp_path``, ``_remove_tmp_path`` and
 ``_low_level_execute_command`` into every action plugin; its ``_remove_tmp_path(self, tmp_path)`` takes no ``force``,
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-ACTION_DIR = Path(__file__).resolve().parents[4] / "plugins" / "action"
+PLUGINS = Path(__file__).resolve().parents[4] / "plugins"
+# The action plugins, and the helpers they share, which get the action as ``action``.
+SOURCES = sorted([*(PLUGINS / "action").glob("*.py"), *(PLUGINS / "plugin_utils").glob("*.py")])
+RECEIVERS = {"self", "action"}
 # ActionBase methods Mitogen replaces, and the keyword arguments its replacement takes.
 MITOGEN_KEYWORDS = {
     "_remove_tmp_path": set(),
@@ -22,19 +26,19 @@ MITOGEN_KEYWORDS = {
 
 
 def helper_calls(source: str) -> list[tuple[int, str, set[str]]]:
-    """Each call of a replaced helper on ``self``: its line, its name and the keywords it passes."""
+    """Each call of a replaced helper on ``self`` or ``action``: its line, its name and the keywords it passes."""
     return [
         (node.lineno, node.func.attr, {keyword.arg or "**" for keyword in node.keywords})
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "self"
+        and node.func.value.id in RECEIVERS
         and node.func.attr in MITOGEN_KEYWORDS
     ]
 
 
-@pytest.mark.parametrize("plugin", sorted(ACTION_DIR.glob("*.py")), ids=lambda path: path.stem)
+@pytest.mark.parametrize("plugin", SOURCES, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_replaced_helpers_get_only_the_keywords_mitogen_takes(plugin: Path) -> None:
     wrong = [
         f"{plugin.name}:{line} {name}({', '.join(sorted(keywords - MITOGEN_KEYWORDS[name]))}=...)"
@@ -49,6 +53,6 @@ def test_the_search_finds_a_forced_removal() -> None:
     assert calls == [(3, "_remove_tmp_path", {"force"})]
 
 
-def test_the_collection_has_action_plugins_that_remove_their_temporary_directory() -> None:
-    removing = [path.stem for path in ACTION_DIR.glob("*.py") if "_remove_tmp_path" in path.read_text()]
-    assert sorted(removing) == ["job_collect", "mirror"]
+def test_the_search_reads_the_code_that_removes_a_temporary_directory() -> None:
+    removing = [f"{path.parent.name}/{path.stem}" for path in SOURCES if "_remove_tmp_path" in path.read_text()]
+    assert removing == ["plugin_utils/actions"]
