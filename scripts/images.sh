@@ -10,6 +10,9 @@
 #   multinode/sim-node:bookworm  a bare "server" for the simulated cluster (no Docker engine)
 #   multinode/training:latest    torch 2.13.0 CPU, numpy, scikit-learn, Intel MPI, user dev (1000)
 #
+# Simulated nodes of another Debian release, built only when named (scripts/images.sh trixie; make images VARIANTS=trixie):
+#   multinode/base:trixie, multinode/sim-node:trixie   the same two images from Debian 13's packages (same mirror)
+#
 # Variants, built only when named (scripts/images.sh deepspeed tensorflow horovod; make images VARIANTS=deepspeed):
 #   multinode/training-deepspeed:latest   the training image plus DeepSpeed 0.19.8 and pdsh
 #   multinode/training-tensorflow:latest  the training image plus tensorflow-cpu 2.21.0, Keras 3 and tf-keras 2.21
@@ -61,11 +64,12 @@ ensure() {
 
 BASE_PACKAGES=openssh-server,python3,sudo,iproute2,ca-certificates,procps,rsync
 
+# build_base NAME HASH: NAME is multinode/base:<Debian release>
 build_base() {
-  local name=$1 hash=$2 rootfs
+  local name=$1 hash=$2 release=${1##*:} rootfs
   command -v debootstrap >/dev/null || { log "debootstrap missing (run scripts/host-setup.sh)"; exit 1; }
   rootfs=$(mktemp -d "$CACHE/rootfs.XXXXXX")
-  if ! debootstrap --variant=minbase --include="$BASE_PACKAGES" bookworm "$rootfs" "$(apt_mirror)" \
+  if ! debootstrap --variant=minbase --include="$BASE_PACKAGES" "$release" "$rootfs" "$(apt_mirror)" \
       >"$CACHE/debootstrap.log" 2>&1; then
     tail -n 20 "$CACHE/debootstrap.log" >&2
     rm -rf "$rootfs"
@@ -81,12 +85,13 @@ build_base() {
 # IPEX variant's build stage is 12 GB): a rebuild starts over.
 build_dir() {
   local name=$1 hash=$2 dir=$3 status=0
-  docker build -q --force-rm --label "multinode.inputs=$hash" -t "$name" "$dir" >/dev/null || status=$?
+  shift 3
+  docker build -q --force-rm --label "multinode.inputs=$hash" "$@" -t "$name" "$dir" >/dev/null || status=$?
   docker image prune -f >/dev/null
   return "$status"
 }
 
-build_sim_node() { build_dir "$1" "$2" "$ROOT/images/sim-node"; }
+build_sim_node() { build_dir "$1" "$2" "$ROOT/images/sim-node" --build-arg "RELEASE=${1##*:}"; }
 
 # fetch_wheels DIR REQUIREMENTS : the wheels of REQUIREMENTS and of everything they need
 fetch_wheels() {
@@ -129,16 +134,26 @@ build_variant() {
   rm -rf "$context"
 }
 
-base_hash=$(echo "$BASE_PACKAGES $(apt_mirror)" | hash_inputs)
-ensure multinode/base:bookworm "$base_hash" build_base
+# sim_node RELEASE: the base and sim-node images of that Debian release; sets base_hash to the base's inputs
+sim_node() {
+  local release=$1 sim_hash
+  base_hash=$(echo "$BASE_PACKAGES $(apt_mirror)${release#bookworm}" | hash_inputs)
+  ensure "multinode/base:$release" "$base_hash" build_base
+  sim_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/sim-node/*)
+  ensure "multinode/sim-node:$release" "$sim_hash" build_sim_node
+}
 
-sim_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/sim-node/*)
-ensure multinode/sim-node:bookworm "$sim_hash" build_sim_node
+NODE_RELEASES=" trixie "
+for word in "$@"; do
+  [[ $NODE_RELEASES == *" $word "* ]] && sim_node "$word"
+done
+sim_node bookworm
 
 training_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/training/*)
 ensure multinode/training:latest "$training_hash" build_training
 
 for variant in "$@"; do
+  [[ $NODE_RELEASES == *" $variant "* ]] && continue
   [ -d "$ROOT/images/training-$variant" ] || { log "no image variant '$variant' (images/training-<variant>/)"; exit 2; }
   variant_hash=$(echo "$training_hash" | hash_inputs "$ROOT/images/training-$variant"/*)
   ensure "multinode/training-$variant:latest" "$variant_hash" build_variant
