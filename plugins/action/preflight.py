@@ -107,6 +107,7 @@ class ActionModule(ActionBase):
                 + preflight.merge_hosts(found, hosts)
                 + self._cluster_problems(task_vars, groups, options, defaults, values)
             )
+            result["host_wheels"] = self._host_wheels(task_vars, groups, defaults, values)
         else:
             # The job's values only (the Kubernetes entry point), judged by the same rules and said in the same words
             # as for a run given them with -e; its one host is the controller, not a node to name.
@@ -134,8 +135,7 @@ class ActionModule(ActionBase):
         launchers = list(task_vars["groups"].get(groups[0], []))
         workers = list(task_vars["groups"].get(groups[1], []))
         entries = self._entries(task_vars["hostvars"], hosts, values, _as_int(task_vars.get("cluster_ssh_port"), 0))
-        first = launchers[0] if launchers else hosts[0]
-        settings = {**defaults, **values[first][0]}
+        first, settings = _run_settings(task_vars, groups, defaults, values)
         paths = self._controller_paths(values[first][0], task_vars)
         # Only the runs whose workload role builds the requirements layer (provision.yml, launch.yml) judge its file.
         builds_layer = task_vars.get("multinode_phase") in ("provision", "launch")
@@ -164,6 +164,16 @@ class ActionModule(ActionBase):
                 provisioning=provisioning,
             )
         )
+
+    def _host_wheels(
+        self, task_vars: dict[str, Any], groups: tuple[str, str], defaults: dict[str, Any], values: dict[str, Any]
+    ) -> list[str] | None:
+        """The wheel files a provisioning run in host mode installs on the nodes (host_runtime_wheelhouse), for the
+        first play's check of each node's Python (cluster role); None for any other run."""
+        first, settings = _run_settings(task_vars, groups, defaults, values)
+        provisioning = task_vars.get("multinode_phase") == "provision"
+        wheelhouse = self._value(values[first][0], task_vars, "host_runtime_wheelhouse", "host_runtime")
+        return preflight.host_wheels(settings, wheelhouse, provisioning=provisioning)
 
     @staticmethod
     def _entries(hostvars: Any, hosts: list[str], values: dict[str, Any], ssh_port: int) -> list[preflight.HostEntry]:
@@ -194,6 +204,16 @@ class ActionModule(ActionBase):
     def _value(self, own: dict[str, Any], task_vars: dict[str, Any], name: str, role: str) -> str:
         """``name`` as the run will use it: the host's own value, else ``role``'s default."""
         return str(own[name]) if name in own else role_default(self._loader, self._templar, task_vars, role, name)
+
+
+def _run_settings(
+    task_vars: dict[str, Any], groups: tuple[str, str], defaults: dict[str, Any], values: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The host whose values are the run's (the first launcher, else the first host) and those values over the
+    roles' defaults."""
+    launchers = list(task_vars["groups"].get(groups[0], []))
+    first = launchers[0] if launchers else list(values)[0]
+    return first, {**defaults, **values[first][0]}
 
 
 def _as_int(value: Any, fallback: int) -> int:

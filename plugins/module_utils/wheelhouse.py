@@ -151,3 +151,49 @@ def _packages(packages: Sequence[str]) -> list[str]:
     if not packages or not all(isinstance(item, str) and item for item in packages):
         raise ValueError(f"packages must be a non-empty list of requirement strings, got {list(packages)!r}")
     return [str(item) for item in packages]
+
+
+# name-version(-build)?-python-abi-platform.whl (PEP 427); each tag may be a dotted set (py2.py3).
+_WHEEL_FILE = re.compile(r"^(?P<name>[^-]+)-[^-]+(?:-\d[^-]*)?-(?P<python>[^-]+)-(?P<abi>[^-]+)-[^-]+\.whl$")
+
+
+def wheel_serves(wheel: str, python_version: str) -> bool:
+    """Whether the wheel file ``wheel`` installs on CPython ``python_version`` (``major.minor``), by its Python and
+    ABI tags: ``cp<major><minor>``, ``py<major>`` or ``py<major><minor>``, or a stable-ABI (``abi3``) wheel of an
+    older minor of the same major. A name that is not a wheel's serves nothing."""
+    match = _WHEEL_FILE.match(wheel)
+    version = _PYTHON_VERSION.match(python_version)
+    if not match or not version:
+        return False
+    major, minor = version.group(1), int(version.group(2))
+    for tag in match.group("python").split("."):
+        if tag in (f"cp{major}{minor}", f"py{major}", f"py{major}{minor}"):
+            return True
+        stable = re.match(rf"^cp{major}(\d+)$", tag)
+        if stable and "abi3" in match.group("abi").split(".") and int(stable.group(1)) <= minor:
+            return True
+    return False
+
+
+def projects_without_wheel(wheels: Sequence[str], python_version: str) -> list[str]:
+    """The projects of ``wheels`` (wheel file names) none of whose wheels installs on Python ``python_version``,
+    sorted, by their names as the files spell them."""
+    projects: dict[str, bool] = {}
+    for wheel in wheels:
+        match = _WHEEL_FILE.match(wheel)
+        if match:
+            name = match.group("name")
+            projects[name] = projects.get(name, False) or wheel_serves(wheel, python_version)
+    return sorted(name for name, served in projects.items() if not served)
+
+
+def wheel_pythons(wheels: Sequence[str]) -> list[str]:
+    """The CPython versions (``major.minor``) the version-specific wheels of ``wheels`` are for, sorted."""
+    found = set()
+    for wheel in wheels:
+        match = _WHEEL_FILE.match(wheel)
+        for tag in match.group("python").split(".") if match else ():
+            version = re.match(r"^cp(\d)(\d+)$", tag)
+            if version:
+                found.add((int(version.group(1)), int(version.group(2))))
+    return [f"{major}.{minor}" for major, minor in sorted(found)]

@@ -15,13 +15,14 @@ description:
     C(/sys/bus/pci/devices/*/{vendor,device,class}) for Intel GPUs, lists C(/dev/dri) and reads
     C(/etc/group) for the GIDs of the C(render) and C(video) groups.
   - With O(peer), runs C(ip -o route get) to find the interface and source address this node uses to reach the peer.
+  - With O(python), runs that interpreter once to read its version.
   - Returns everything as the C(multinode_node) fact. Changes nothing on the node.
 author:
   - multinode.training team (@multinode-training)
 attributes:
   check_mode:
     support: full
-    description: Only reads files and runs C(ip route get), so it runs unchanged in check mode.
+    description: Only reads files and runs C(ip route get) and O(python), so it runs unchanged in check mode.
   diff_mode:
     support: none
     description: Changes nothing, so there is no diff.
@@ -35,6 +36,12 @@ options:
         this node uses on the cluster network.
       - Without it, RV(ansible_facts.multinode_node.route) is V(null).
     type: str
+  python:
+    description:
+      - An interpreter on the node (for example the one host mode builds the training environment with,
+        C(/usr/bin/python3)) whose C(major.minor) version is returned as RV(ansible_facts.multinode_node.python).
+      - V(null) is returned when it does not exist or does not run.
+    type: path
   sysfs_root:
     description:
       - Directory that C(/proc), C(/sys), C(/dev/dri) and C(/etc/group) are read under, for containers that bind-mount
@@ -277,6 +284,11 @@ ansible_facts:
           type: dict
           returned: always
           sample: {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"]}
+        python:
+          description: The C(major.minor) version of O(python), V(null) when it does not exist or does not run.
+          type: str
+          returned: when O(python) is set
+          sample: "3.11"
         running_jobs:
           description:
             - Each job with a process on the node, by its id, and which of its scripts (C(launch.sh), C(rank.sh)) run.
@@ -384,6 +396,14 @@ def ipv4_addresses(module: AnsibleModule) -> dict[str, list[str]]:
     return parse_ipv4_addresses(ip_output(module, "-o", "-4", "addr", "show"))
 
 
+def python_version(module: AnsibleModule, python: str) -> str | None:
+    """``major.minor`` of the interpreter ``python`` on the node, None when it does not exist or does not run."""
+    if not os.path.isfile(python):
+        return None
+    rc, out, _ = module.run_command([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+    return out.strip() if rc == 0 and out.strip() else None
+
+
 def status_texts(job_dir: str) -> Iterator[str]:
     """The text of each rank status file of the job in ``job_dir`` (one that is replaced while it is read is skipped)."""
     for path in glob.glob(os.path.join(job_dir, "status", "rank-*.json")):
@@ -408,6 +428,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             peer=dict(type="str"),
+            python=dict(type="path"),
             sysfs_root=dict(type="path", default="/"),
             jobs_dir=dict(type="path"),
             watch=dict(
@@ -432,6 +453,8 @@ def main() -> None:
         module.fail_json(msg=f"cannot gather node facts under {root}: {to_native(exc)}")
     facts["route"] = route_to(module, peer) if peer else None
     facts["ipv4_addresses"] = ipv4_addresses(module)
+    if module.params["python"]:
+        facts["python"] = python_version(module, module.params["python"])
     if module.params["jobs_dir"]:
         facts["running_jobs"] = running_jobs(process_arguments(root), module.params["jobs_dir"])
         jobs_dir = os.path.join(root, module.params["jobs_dir"].lstrip("/"))

@@ -88,4 +88,13 @@ checked_hosts:
   returned: always
   type: int
   sample: 3
+host_wheels:
+  description:
+    - The wheels in C(host_runtime_wheelhouse) on the controller that a provisioning run in host mode installs on the
+      nodes (file names, sorted), for the first play's check that each node's Python has a wheel of every package
+      there. V(null) for any other run.
+  returned: when O(scope=run)
+  type: list
+  elements: str
+  sample: ["numpy-2.3.5-cp311-cp311-manylinux_2_27_x86_64.whl", "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
 """

@@ -669,6 +669,17 @@ def wheelhouse_problems(values: Mapping[str, Any], host_wheelhouse: str, oneapi_
     return problems
 
 
+def host_wheels(values: Mapping[str, Any], host_wheelhouse: str, provisioning: bool) -> list[str] | None:
+    """The names of the wheels in ``host_wheelhouse`` that a provisioning run in host mode installs on the nodes,
+    sorted (empty when there are none); None for any other run."""
+    if not provisioning or values.get("cluster_runtime", "container") != "host":
+        return None
+    wheelhouse = resolve(host_wheelhouse)
+    if not os.path.isdir(wheelhouse):
+        return []
+    return sorted(name for name in os.listdir(wheelhouse) if name.endswith(".whl"))
+
+
 def resolve(path: str) -> str:
     """A controller path as the roles use it: ~ expanded, relative to the current directory."""
     return os.path.realpath(os.path.expanduser(path))

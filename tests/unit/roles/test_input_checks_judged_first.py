@@ -129,6 +129,11 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "the nodes' running jobs",
         "the jobs still running on the nodes, found by node_facts in the first play (running_job_problems)",
     ),
+    (CLUSTER, "Check the host-mode wheelhouse has wheels for every node's Python"): InFirstPlay(
+        "host_runtime_wheelhouse for each node's Python",
+        "each node's /usr/bin/python3 version, read by node_facts in the first play, against the wheelhouse's wheels"
+        " (python_wheel_problems)",
+    ),
     (CLUSTER, "Check the cluster address is on one of this node's interfaces"): InFirstPlay(
         "cluster_address / cluster_iface",
         "whether one of the node's interfaces carries the address: the node's IPv4 addresses, gathered in the first"

@@ -62,3 +62,30 @@ def test_bad_input_is_a_filter_error(node, kwargs, message):
     arguments = {"wheelhouse": "/w", "packages": PACKAGES, **kwargs}
     with pytest.raises(AnsibleFilterError, match=message):
         pip_wheel_argv(node, **arguments)
+
+
+python_wheel_problems = FilterModule().filters()["python_wheel_problems"]
+WHEELS_311 = ["torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl", "typing_extensions-4.15.0-py3-none-any.whl"]
+
+
+def test_no_problem_outside_a_host_mode_provisioning_run():
+    assert python_wheel_problems({"node1": "3.13"}, None) == []
+
+
+def test_no_problem_when_every_node_python_has_its_wheels():
+    assert python_wheel_problems({"node1": "3.11", "node2": "3.11"}, WHEELS_311) == []
+
+
+def test_the_nodes_of_another_python_are_named_once_with_the_missing_packages_and_how_to_fill_them():
+    problems = python_wheel_problems({"node1": "3.11", "node3": "3.13", "node2": "3.13"}, WHEELS_311)
+    assert len(problems) == 1
+    assert problems[0].startswith("host_runtime_wheelhouse: node2, node3 run Python 3.13 and the wheelhouse has no wheel of torch")
+    assert "its wheels are for Python 3.11" in problems[0]
+    assert "--python-version 3.13 --only-binary=:all:" in problems[0]
+    assert "cluster_runtime: container" in problems[0]
+
+
+def test_a_node_without_the_interpreter_is_named():
+    assert python_wheel_problems({"node1": None}, WHEELS_311) == [
+        "host_runtime_wheelhouse: no /usr/bin/python3 on node1, which host mode builds the training environment with"
+    ]

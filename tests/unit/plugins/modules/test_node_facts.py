@@ -178,3 +178,22 @@ def test_jobs_dir_finds_the_jobs_whose_scripts_run(run_module, ip_route, node_fa
 def test_without_jobs_dir_no_process_is_read(run_module, ip_route, node_facts_root):
     result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")))
     assert "running_jobs" not in result["ansible_facts"]["multinode_node"]
+
+
+def test_python_is_the_version_the_named_interpreter_reports(run_module, ip_route, node_facts_root, tmp_path):
+    python = tmp_path / "python3"
+    python.write_text("")
+    answers = {str(python): (0, "3.13\n", "")}
+    addr = ip_route.answers["addr"]
+    ip_route.side_effect = lambda argv: answers.get(argv[0], addr)
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), python=str(python))
+    assert result["ansible_facts"]["multinode_node"]["python"] == "3.13"
+    assert ip_route.call_args_list[-1] == mock.call([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+    answers[str(python)] = (1, "", "broken")
+    assert run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), python=str(python))["ansible_facts"]["multinode_node"]["python"] is None
+
+
+def test_python_is_none_without_the_interpreter_and_absent_unless_asked(run_module, ip_route, node_facts_root, tmp_path):
+    result = run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")), python=str(tmp_path / "none"))
+    assert result["ansible_facts"]["multinode_node"]["python"] is None
+    assert "python" not in run_module(node_facts.main, sysfs_root=str(node_facts_root("no_gpu")))["ansible_facts"]["multinode_node"]

@@ -885,3 +885,18 @@ def test_oneapi_from_pip_needs_its_wheelhouse_and_no_other_run_looks(tmp_path: P
     assert wheelhouses(tmp_path, {"oneapi_install_method": "pip"}) == []
     assert wheelhouses(tmp_path / "elsewhere", {"oneapi_install_method": "pip"}, provisioning=False) == []
     assert wheelhouses(tmp_path / "elsewhere", {"cluster_runtime": "container"}) == []
+
+
+def test_a_host_mode_provisioning_run_returns_its_wheels_and_no_other_run(tmp_path: Path) -> None:
+    (tmp_path / "wheels").mkdir()
+    for name in ("torch-2.13.0-cp311-cp311-linux_x86_64.whl", "numpy-2.3.5-cp311-cp311-linux_x86_64.whl", "notes.txt"):
+        (tmp_path / "wheels" / name).write_bytes(b"")
+    host = {"cluster_runtime": "host"}
+    assert preflight.host_wheels(host, str(tmp_path / "wheels"), provisioning=True) == [
+        "numpy-2.3.5-cp311-cp311-linux_x86_64.whl",
+        "torch-2.13.0-cp311-cp311-linux_x86_64.whl",
+    ]
+    assert preflight.host_wheels(host, str(tmp_path / "none"), provisioning=True) == []
+    assert preflight.host_wheels(host, str(tmp_path / "wheels"), provisioning=False) is None
+    assert preflight.host_wheels({"cluster_runtime": "container"}, str(tmp_path / "wheels"), provisioning=True) is None
+    assert preflight.host_wheels({}, str(tmp_path / "wheels"), provisioning=True) is None
