@@ -23,7 +23,7 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 	"read_only": true}]}'
 
 .DEFAULT_GOAL := demo
-.PHONY: help demo test unit lint sanity molecule molecule-roles browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
+.PHONY: help demo test unit lint sanity molecule molecule-roles molecule-newcomer browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
 
 help: ## this list of targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,7 +52,7 @@ demo: ## bare simulated nodes -> trained model, then the time each step took
 # scenarios after the rest, one after another.
 test: venv-dev host browser images wheels ## the whole suite (.ci/run calls this), each part timed
 	scripts/side_by_side.sh 'default=molecule test -s default' 'hosts=molecule test -s hosts' \
-		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles' \
+		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles molecule-newcomer' \
 		$(foreach variant,$(VARIANTS),-- '$(variant)=molecule test -s $(variant)')
 
 venv: $(VENV)/.installed ## .venv with what running the collection needs (requirements.txt), its collections (requirements.yml) and the Python package
@@ -108,12 +108,17 @@ sanity: venv-dev ## ansible-test sanity on the collection as ansible-galaxy buil
 
 E2E_SCENARIOS := default hosts
 ROLE_SCENARIOS := oneapi gpu_drivers container_runtime
-molecule: venv-dev host images wheels ## every scenario of make test: the end-to-end ones side by side, then the role ones
+molecule: venv-dev host images wheels ## every scenario of make test: the end-to-end ones side by side, then the role ones, then the newcomer's
 	scripts/side_by_side.sh $(foreach scenario,$(E2E_SCENARIOS),'$(scenario)=molecule test -s $(scenario)') -- \
 		$(foreach scenario,$(ROLE_SCENARIOS),'$(scenario)=molecule test -s $(scenario)')
+	$(MAKE) --no-print-directory molecule-newcomer
 
 molecule-roles: venv-dev host ## the role scenarios side by side (their own containers, networks and subnets)
 	scripts/side_by_side.sh $(foreach scenario,$(ROLE_SCENARIOS),'$(scenario)=molecule test -s $(scenario)')
+
+molecule-newcomer: venv-dev host images wheels ## the README's inventory and commands, read out of README.md, on bare Debian 12 and 13 nodes
+	scripts/images.sh trixie
+	molecule test -s newcomer
 
 molecule-deepspeed: venv-dev host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed

@@ -21,10 +21,11 @@ README = REPO / "README.md"
 MAX_LINES = 300
 # The programs whose lines in a code block are commands for the user to type.
 PROGRAMS = ("make", "ansible-playbook", "ansible-galaxy", "ansible", "multinode-training", "pip")
+NEWCOMER = "molecule/newcomer/files/newcomer.py"
 # Each command (its words up to the first option value that is the user's own) -> the file that runs it, and a
 # piece of that file showing it does.
 RUN_BY: dict[str, tuple[str, str]] = {
-    "ansible-playbook playbooks/train.yml -i inventory": ("molecule/default/side_effect.yml", "../../playbooks/train.yml"),
+    "ansible-playbook playbooks/train.yml -i inventory": (NEWCOMER, '[playbook, "playbooks/train.yml", "-i", str(inventory_path)]'),
     "ansible-playbook playbooks/train.yml -i inventories/sim": ("Makefile", "$(PLAYBOOK) playbooks/train.yml -i inventories/sim"),
     "ansible-playbook playbooks/train.yml -i inventory -e workload_src=~/src/myproject -e launcher_script=train.py": (
         "molecule/default/user_script.yml",
@@ -50,7 +51,14 @@ RUN_BY: dict[str, tuple[str, str]] = {
     "make venv": ("Makefile", "venv: $(VENV)/.installed"),
     "make help": ("Makefile", "help: ##"),
 }
+# Each section whose fenced block is not commands (an inventory, a program) -> the file that runs the block as written,
+# and a piece of that file showing it reads the block out of README.md.
+BLOCKS_RUN_BY: dict[str, tuple[str, str]] = {
+    "Your nodes": (NEWCOMER, 'readme_block(readme, "Your nodes", "yaml")'),
+    "From Python": (NEWCOMER, 'readme_block(readme, "From Python", "python")'),
+}
 _CODE_SPAN = re.compile(r"`([^`]+)`")
+_FENCED_BLOCK = re.compile(r"^```(\w+)\n", re.MULTILINE)
 
 
 def readme_commands() -> list[str]:
@@ -110,3 +118,20 @@ def test_the_troubleshooting_ping_runs(tmp_path: Path) -> None:
     environ = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     result = subprocess.run(command, cwd=tmp_path, env=environ, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 0 and '"ping": "pong"' in result.stdout, result.stdout + result.stderr
+
+
+def readme_block_sections() -> list[str]:
+    """The README sections (their `## ` headings) that hold a fenced block of some language."""
+    sections = re.split(r"^## ", README.read_text(), flags=re.MULTILINE)[1:]
+    return [section.split("\n", 1)[0] for section in sections if _FENCED_BLOCK.search(section)]
+
+
+def test_the_readme_has_its_inventory_and_python_blocks() -> None:
+    assert {"Your nodes", "From Python"} <= set(readme_block_sections())
+
+
+@pytest.mark.parametrize("section", readme_block_sections())
+def test_every_code_block_of_the_readme_is_run_by_a_test_as_written(section: str) -> None:
+    assert section in BLOCKS_RUN_BY, f"README's block under '## {section}': say in BLOCKS_RUN_BY which test runs it"
+    path, shows = BLOCKS_RUN_BY[section]
+    assert shows in (REPO / path).read_text(), f"{path} no longer reads the block of '## {section}' ({shows!r} not found)"
