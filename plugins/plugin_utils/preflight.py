@@ -8,6 +8,7 @@ a user sees every mistake of a run at once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -601,8 +602,10 @@ def image_problems(values: Mapping[str, Any], tarball: str, collection_tarball: 
     """A provisioning run in containers that loads the image from a ``docker save`` tarball (the default source)
     needs that tarball on the controller: the container_runtime role would stop on it only after the engine was
     installed on every node. ``collection_tarball`` is where ``make images`` writes the collection's own image."""
-    if _provisioned_image_source(values, provisioning) != "load" or (tarball and os.path.isfile(resolve(tarball))):
+    if _provisioned_image_source(values, provisioning) != "load":
         return []
+    if tarball and os.path.isfile(resolve(tarball)):
+        return _checksum_problems(resolve(tarball), str(values.get("container_runtime_image_sha256") or ""))
     image = values.get("cluster_image", "the training image")
     missing = f"{resolve(tarball)} is not a file on the controller" if tarball else f"is not set (cluster_image {image})"
     return [
@@ -613,6 +616,20 @@ def image_problems(values: Mapping[str, Any], tarball: str, collection_tarball: 
             " container_runtime_image_source: pull (cluster_image from a registry) or build",
         )
     ]
+
+
+def _checksum_problems(tarball: str, expected: str) -> list[Problem]:
+    """A tarball whose sha256 is not the expected one (when one is given): the role would refuse it only after the
+    engine was installed on every node."""
+    if not expected:
+        return []
+    digest = hashlib.sha256()
+    with open(tarball, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() == expected.lower():
+        return []
+    return [Problem("container_runtime_image_sha256", f"{expected} is not the sha256 of {tarball} ({digest.hexdigest()})")]
 
 
 def build_problems(values: Mapping[str, Any], provisioning: bool) -> list[Problem]:

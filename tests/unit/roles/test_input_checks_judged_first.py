@@ -365,9 +365,6 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
 # The gaps: (task file, task, input) -> why the check is not judged first yet. Each is a case of TABLE that states the
 # rule it should meet, xfail(strict=True) until the gap is closed.
 NOT_YET_JUDGED_FIRST: dict[tuple[str, str, str], str] = {
-    (LOAD, "Check the tarball exists and matches the expected checksum", "container_runtime_image_sha256"): (
-        "the preflight checks the tarball is a file, not its checksum; a wrong sha256 fails after the engine install"
-    ),
     (ATTACH, "Check there is a job to take over, of a kind that can be", "launcher_job_id"): (
         "the preflight does not read the named run's follow.json (attach.yml's first play judges it as a launch);"
         " no node has changed when attach's assert refuses it"

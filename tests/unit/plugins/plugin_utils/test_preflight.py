@@ -7,6 +7,7 @@ defaults of the run's roles are loaded so that a new port, a renamed variable or
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -828,6 +829,17 @@ def test_a_tarball_that_is_a_file_passes(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(tmp_path)
     (tmp_path / "image.tar").write_bytes(b"")
     assert image({}, "image.tar") == []
+
+
+def test_a_tarball_is_held_to_its_expected_sha256_when_one_is_given(tmp_path: Path) -> None:
+    tarball = tmp_path / "image.tar"
+    tarball.write_bytes(b"layers")
+    digest = hashlib.sha256(b"layers").hexdigest()
+    assert image({"container_runtime_image_sha256": digest}, str(tarball)) == []
+    assert image({"container_runtime_image_sha256": digest.upper()}, str(tarball)) == []
+    (problem,) = image({"container_runtime_image_sha256": "0" * 64}, str(tarball))
+    assert problem.variable == "container_runtime_image_sha256"
+    assert problem.message == f"{'0' * 64} is not the sha256 of {tarball} ({digest})"
     assert image({}, str(tmp_path / "image.tar")) == []
 
 
