@@ -157,6 +157,7 @@ class ActionModule(ActionBase):
                 provisioning=provisioning,
             )
             + preflight.build_problems(settings, provisioning=provisioning)
+            + preflight.oneapi_problems(settings, provisioning=provisioning)
             + preflight.wheelhouse_problems(
                 settings,
                 self._value(values[first][0], task_vars, "host_runtime_wheelhouse", "host_runtime"),

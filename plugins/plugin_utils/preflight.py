@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -683,6 +684,32 @@ def wheelhouse_problems(values: Mapping[str, Any], host_wheelhouse: str, oneapi_
                 " oneapi_pip_packages' wheels, or name another",
             )
         )
+    return problems
+
+
+def oneapi_problems(values: Mapping[str, Any], provisioning: bool) -> list[Problem]:
+    """A provisioning run in host mode installs Intel's oneAPI runtime the way oneapi_install_method says; the
+    settings that way needs, which the argument spec lets through empty or relative: the oneapi role refused them only
+    after the nodes' first packages were installed."""
+    if not provisioning or values.get("cluster_runtime", "container") != "host":
+        return []
+    method = values.get("oneapi_install_method", "apt")
+    needed = {
+        "apt": ("oneapi_apt_url", "oneapi_apt_key", "oneapi_apt_suites", "oneapi_apt_packages"),
+        "pip": ("oneapi_pip_packages", "oneapi_pip_wheelhouse"),
+    }.get(str(method), ())
+    # A name not in values has a templated default (the wheelhouse's), which is not empty.
+    problems = [
+        Problem(name, f"is empty; oneapi_install_method {method} needs it") for name in needed if name in values and not values[name]
+    ]
+    if method == "apt" and values.get("oneapi_apt_pin", True) and not values.get("oneapi_apt_pin_origin"):
+        if values.get("oneapi_apt_url") and not urlsplit(str(values["oneapi_apt_url"])).hostname:
+            problems.append(
+                Problem("oneapi_apt_pin_origin", "is empty and oneapi_apt_url names no host to pin to; set it, or oneapi_apt_pin: false")
+            )
+    prefix = str(values.get("oneapi_pip_prefix", "/"))
+    if method == "pip" and not prefix.startswith("/"):
+        problems.append(Problem("oneapi_pip_prefix", f"{prefix!r} is not an absolute path (where every node gets the runtime)"))
     return problems
 
 

@@ -376,12 +376,6 @@ NOT_YET_JUDGED_FIRST: dict[tuple[str, str, str], str] = {
     ): (
         "a rule of two inputs the preflight lacks; asserted in launch.yml's first play only, which train.yml skips"
     ),
-    (APT, "Check the apt settings", "oneapi_apt_url"): (
-        "the argument spec lets an empty oneapi_apt_url, _key, _suites, _packages (and a pin without origin) through"
-    ),
-    (PIP, "Check the pip settings", "oneapi_pip_prefix"): (
-        "the argument spec (type path) takes a relative prefix, and empty packages or wheelhouse"
-    ),
     (
         "roles/container_runtime/tasks/docker_repository.yml",
         "Check Docker publishes packages for this distribution and architecture",

@@ -912,3 +912,41 @@ def test_a_host_mode_provisioning_run_returns_its_wheels_and_no_other_run(tmp_pa
     assert preflight.host_wheels(host, str(tmp_path / "wheels"), provisioning=False) is None
     assert preflight.host_wheels({"cluster_runtime": "container"}, str(tmp_path / "wheels"), provisioning=True) is None
     assert preflight.host_wheels({}, str(tmp_path / "wheels"), provisioning=True) is None
+
+
+def oneapi(values: dict[str, Any], provisioning: bool = True) -> list[str]:
+    defaults = preflight.spec_defaults(OPTIONS)
+    return [str(problem) for problem in preflight.oneapi_problems({**defaults, "cluster_runtime": "host", **values}, provisioning)]
+
+
+def test_the_oneapi_defaults_pass_for_apt_and_pip() -> None:
+    assert oneapi({}) == []
+    assert oneapi({"oneapi_install_method": "pip"}) == []
+
+
+def test_oneapi_apt_needs_its_repository_settings() -> None:
+    assert oneapi({"oneapi_apt_url": "", "oneapi_apt_packages": []}) == [
+        "oneapi_apt_url: is empty; oneapi_install_method apt needs it",
+        "oneapi_apt_packages: is empty; oneapi_install_method apt needs it",
+    ]
+    assert oneapi({"oneapi_apt_url": "file:///srv/mirror"}) == [
+        "oneapi_apt_pin_origin: is empty and oneapi_apt_url names no host to pin to; set it, or oneapi_apt_pin: false"
+    ]
+    assert oneapi({"oneapi_apt_url": "file:///srv/mirror", "oneapi_apt_pin": False}) == []
+    assert oneapi({"oneapi_apt_url": "file:///srv/mirror", "oneapi_apt_pin_origin": "mirror"}) == []
+
+
+def test_oneapi_pip_needs_packages_a_wheelhouse_and_an_absolute_prefix() -> None:
+    assert oneapi({"oneapi_install_method": "pip", "oneapi_pip_packages": [], "oneapi_pip_prefix": "opt/oneapi"}) == [
+        "oneapi_pip_packages: is empty; oneapi_install_method pip needs it",
+        "oneapi_pip_prefix: 'opt/oneapi' is not an absolute path (where every node gets the runtime)",
+    ]
+    assert oneapi({"oneapi_install_method": "pip", "oneapi_pip_wheelhouse": ""}) == [
+        "oneapi_pip_wheelhouse: is empty; oneapi_install_method pip needs it"
+    ]
+
+
+def test_oneapi_is_judged_only_in_a_host_mode_provisioning_run() -> None:
+    assert oneapi({"oneapi_apt_url": ""}, provisioning=False) == []
+    assert oneapi({"oneapi_apt_url": "", "cluster_runtime": "container"}) == []
+    assert oneapi({"oneapi_install_method": "none", "oneapi_apt_url": ""}) == []
