@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, launch, slurm
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import (
@@ -530,6 +531,9 @@ def scheduler_problems(values: Mapping[str, Any], hosts: Iterable[str]) -> list[
     if launcher is not None and launcher.scheduler != "none" and scheduler != launcher.scheduler:
         message = f"{launcher.name!r} submits the job to {launcher.scheduler.capitalize()} on the nodes: set cluster_scheduler={launcher.scheduler} too"
         problems.append(Problem("launcher_type", message))
+    if launcher is not None and launcher.scheduler != "none" and boolean(values.get("launcher_beside", False), strict=False):
+        message = f"with launcher_type={launcher.name}: {launcher.scheduler.capitalize()} places jobs itself; submit it without launcher_beside"
+        problems.append(Problem("launcher_beside", message))
     if scheduler != "slurm":
         return problems
     if values.get("cluster_runtime") != "host":

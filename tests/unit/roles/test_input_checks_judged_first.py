@@ -370,13 +370,6 @@ NOT_YET_JUDGED_FIRST: dict[tuple[str, str, str], str] = {
         " no node has changed when attach's assert refuses it"
     ),
     (
-        BESIDE,
-        "Check the job's launcher runs beside others here (launcher_beside runs with launcher_type other than slurm)",
-        "launcher_beside",
-    ): (
-        "a rule of two inputs the preflight lacks; asserted in launch.yml's first play only, which train.yml skips"
-    ),
-    (
         "roles/container_runtime/tasks/docker_repository.yml",
         "Check Docker publishes packages for this distribution and architecture",
         "container_runtime_engine_source=docker on the node's distribution and architecture",

@@ -950,3 +950,13 @@ def test_oneapi_is_judged_only_in_a_host_mode_provisioning_run() -> None:
     assert oneapi({"oneapi_apt_url": ""}, provisioning=False) == []
     assert oneapi({"oneapi_apt_url": "", "cluster_runtime": "container"}) == []
     assert oneapi({"oneapi_install_method": "none", "oneapi_apt_url": ""}) == []
+
+
+@pytest.mark.parametrize("beside", [True, "yes", "true"])
+def test_a_job_slurm_places_cannot_run_beside_others(beside: Any) -> None:
+    values = {"launcher_type": "slurm", "cluster_scheduler": "slurm", "cluster_runtime": "host", "launcher_beside": beside}
+    assert [str(problem) for problem in preflight.scheduler_problems(values, ["node1"])] == [
+        "launcher_beside: with launcher_type=slurm: Slurm places jobs itself; submit it without launcher_beside"
+    ]
+    assert preflight.scheduler_problems({**values, "launcher_beside": False}, ["node1"]) == []
+    assert preflight.scheduler_problems({**values, "launcher_type": "torchrun", "cluster_scheduler": "none"}, ["node1"]) == []
