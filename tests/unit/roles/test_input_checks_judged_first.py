@@ -155,11 +155,12 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         r"^container_runtime_build_dockerfile: 'Dockerfile' is not a file in \S*/context",
     ),
     (
-        "roles/container_runtime/tasks/docker_repository.yml",
+        "roles/container_runtime/tasks/supported.yml",
         "Check Docker publishes packages for this distribution and architecture",
     ): InFirstPlay(
         "container_runtime_engine_source=docker on the node's distribution and architecture",
-        "facts of the node (ansible_distribution, ansible_architecture) the first play does not gather",
+        "facts of the node (ansible_distribution, ansible_architecture), gathered in provision.yml's first play when"
+        " the engine comes from Docker's repository",
         ("provision.yml",),
     ),
     (LOAD, "Check the image tarball is set"): Refused(
@@ -195,14 +196,16 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "cluster_image (its content)",
         "what the image holds (sshd, the training user and uid, Python with torch), asked of it once it is on the node",
     ),
-    ("roles/gpu_drivers/tasks/Ubuntu.yml", "Check Intel's repository serves this Ubuntu release"): InFirstPlay(
+    ("roles/gpu_drivers/tasks/supported.yml", "Check Intel's repository serves this Ubuntu release"): InFirstPlay(
         "gpu_drivers_ubuntu_packages for the node's Ubuntu release",
-        "a fact of the node (ansible_distribution_release) the first play does not gather",
+        "a fact of the node (ansible_distribution_release), gathered in provision.yml's first play on a node that gets"
+        " the GPU runtime",
         ("provision.yml",),
     ),
-    ("roles/gpu_drivers/tasks/enabled.yml", "Check the node's operating system is supported"): InFirstPlay(
+    ("roles/gpu_drivers/tasks/supported.yml", "Check the node's operating system is supported"): InFirstPlay(
         "the node's distribution and architecture (a node with an Intel GPU, or gpu_drivers_force)",
-        "facts of the node (ansible_distribution, ansible_architecture) the first play does not gather",
+        "facts of the node (ansible_distribution, ansible_architecture), gathered in provision.yml's first play on a"
+        " node that gets the GPU runtime",
         ("provision.yml",),
     ),
     ("roles/gpu_drivers/tasks/user.yml", "Check the training user exists"): Later(
@@ -369,21 +372,6 @@ NOT_YET_JUDGED_FIRST: dict[tuple[str, str, str], str] = {
         "the preflight does not read the named run's follow.json (attach.yml's first play judges it as a launch);"
         " no node has changed when attach's assert refuses it"
     ),
-    (
-        "roles/container_runtime/tasks/docker_repository.yml",
-        "Check Docker publishes packages for this distribution and architecture",
-        "container_runtime_engine_source=docker on the node's distribution and architecture",
-    ): "the first play gathers no distribution facts; fails after apt installed ca-certificates and python3-debian",
-    (
-        "roles/gpu_drivers/tasks/Ubuntu.yml",
-        "Check Intel's repository serves this Ubuntu release",
-        "gpu_drivers_ubuntu_packages for the node's Ubuntu release",
-    ): "the first play gathers no release fact; fails after the engine (or oneAPI) was installed",
-    (
-        "roles/gpu_drivers/tasks/enabled.yml",
-        "Check the node's operating system is supported",
-        "the node's distribution and architecture (a node with an Intel GPU, or gpu_drivers_force)",
-    ): "the first play gathers no distribution facts; fails after the engine (or oneAPI) was installed",
     (PIP, "Check the node's C library is glibc", "the node's C library (oneapi_install_method pip)"): (
         "the first play does not probe the node's libc; fails after oneapi_pip_system_packages were installed"
     ),
