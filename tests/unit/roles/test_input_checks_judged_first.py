@@ -113,6 +113,7 @@ BESIDE = "roles/launcher/tasks/beside.yml"
 KUBERNETES_RUN = "roles/launcher/tasks/kubernetes_run.yml"
 APT = "roles/oneapi/tasks/apt.yml"
 PIP = "roles/oneapi/tasks/pip.yml"
+ONEAPI_SUPPORTED = "roles/oneapi/tasks/supported.yml"
 ONEAPI_VERIFY = "roles/oneapi/tasks/verify.yml"
 WORKERS = "roles/workers/tasks/main.yml"
 HOST_MODE = {"cluster_runtime": "host"}
@@ -322,20 +323,20 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         {**PIP_MODE, "oneapi_pip_prefix": "opt/oneapi-pip"},
         r"oneapi_pip_prefix",
     ),
-    (PIP, "Check the node's C library is glibc"): InFirstPlay(
+    (ONEAPI_SUPPORTED, "Check the node's C library is glibc"): InFirstPlay(
         "the node's C library (oneapi_install_method pip)",
-        "a fact of the node (its Python's libc) the first play does not gather",
+        "a fact of the node (its Python's libc), probed in provision.yml's first play in host mode",
         ("provision.yml",),
     ),
-    (PIP, "Check the wheelhouse exists on the controller"): Refused(
+    (ONEAPI_SUPPORTED, "Check the wheelhouse exists on the controller"): Refused(
         "oneapi_pip_wheelhouse",
         {**PIP_MODE, "oneapi_pip_wheelhouse": "{tmp}/no-wheelhouse"},
         r"oneapi_pip_wheelhouse",
     ),
-    (PIP, "Check the wheelhouse has every wheel the node needs"): InFirstPlay(
+    (ONEAPI_SUPPORTED, "Check the wheelhouse has every wheel the node needs"): InFirstPlay(
         "oneapi_pip_wheelhouse for the node's Python and platform",
-        "the controller's wheelhouse resolved for facts of the node (Python version, machine, glibc) the first play"
-        " does not gather",
+        "the controller's wheelhouse resolved for facts of the node (Python version, machine, glibc), probed in"
+        " provision.yml's first play in host mode",
         ("provision.yml",),
     ),
     (PIP, "Explain what failed"): Later(
@@ -372,14 +373,6 @@ NOT_YET_JUDGED_FIRST: dict[tuple[str, str, str], str] = {
         "the preflight does not read the named run's follow.json (attach.yml's first play judges it as a launch);"
         " no node has changed when attach's assert refuses it"
     ),
-    (PIP, "Check the node's C library is glibc", "the node's C library (oneapi_install_method pip)"): (
-        "the first play does not probe the node's libc; fails after oneapi_pip_system_packages were installed"
-    ),
-    (
-        PIP,
-        "Check the wheelhouse has every wheel the node needs",
-        "oneapi_pip_wheelhouse for the node's Python and platform",
-    ): "needs the node's Python and platform, which the first play does not probe; fails after the node's apt install",
     ("roles/workload/tasks/main.yml", "Fail when the shared data directory is missing here", "workload_data_path"): (
         "checked on the node after provisioning (provision.yml) or the requirements layer was shipped (launch.yml)"
     ),
