@@ -354,9 +354,9 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "the SSH mesh's files",
         "verifies what the ssh_mesh role wrote earlier in the same play",
     ),
-    ("roles/workload/tasks/main.yml", "Fail when the shared data directory is missing here"): InFirstPlay(
+    ("roles/workload/tasks/supported.yml", "Fail when the shared data directory is missing here"): InFirstPlay(
         "workload_data_path",
-        "a directory on the node (a shared mount), which the first play does not look at",
+        "a directory on the node (a shared mount), looked at in the first play of provision.yml and launch.yml",
     ),
     ("roles/workload/tasks/requirements.yml", "Check a named requirements file exists"): Refused(
         "workload_requirements",
@@ -372,9 +372,6 @@ NOT_YET_JUDGED_FIRST: dict[tuple[str, str, str], str] = {
     (ATTACH, "Check there is a job to take over, of a kind that can be", "launcher_job_id"): (
         "the preflight does not read the named run's follow.json (attach.yml's first play judges it as a launch);"
         " no node has changed when attach's assert refuses it"
-    ),
-    ("roles/workload/tasks/main.yml", "Fail when the shared data directory is missing here", "workload_data_path"): (
-        "checked on the node after provisioning (provision.yml) or the requirements layer was shipped (launch.yml)"
     ),
 }
 
