@@ -400,7 +400,7 @@ def python_version(module: AnsibleModule, python: str) -> str | None:
     """``major.minor`` of the interpreter ``python`` on the node, None when it does not exist or does not run."""
     if not os.path.isfile(python):
         return None
-    rc, out, _ = module.run_command([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+    rc, out, _err = module.run_command([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
     return out.strip() if rc == 0 and out.strip() else None
 
 
