@@ -7,8 +7,9 @@ The nodes are bare servers (Debian 12 launcher, Debian 13 workers) with only wha
 drift:
 1. "Your nodes": its inventory, as written, with the nodes' addresses and what reaching them needs (the admin key and
    the pinned host keys) and nothing more: the test fails if it would add any other variable.
-2. `ansible-playbook playbooks/train.yml -i inventory`, from the checkout, with no Ansible setting in the environment:
-   it succeeds, every rank of one world exits 0, and the run's summary says succeeded.
+2. `ansible-playbook playbooks/train.yml -i inventory`, from the checkout, with no Ansible setting in the environment
+   but ANSIBLE_NOCOLOR (for reading the play recap): it succeeds, every rank of one world exits 0, and the run's summary
+   says succeeded.
 3. A second provisioning (`playbooks/provision.yml`) changes nothing on any node.
 4. "From Python": the README's block as written, with the inventory path put in: the job succeeds.
 5. The README's mode switch to host mode (`RUNTIME=host LAUNCHER=mpiexec`): the Debian 13 workers' Python (3.13) has no
@@ -80,7 +81,8 @@ def added_variables(readme: str, inventory: dict[str, Any]) -> set[str]:
 
 
 def user_environment() -> dict[str, str]:
-    """The environment of a user's shell: no Ansible or molecule setting (the checkout's ansible.cfg applies)."""
+    """The environment of a user's shell: no Ansible or molecule setting (the checkout's ansible.cfg applies) but
+    ANSIBLE_NOCOLOR, so that the play recap reads plainly."""
     return {
         name: value
         for name, value in os.environ.items()
