@@ -23,7 +23,7 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 	"read_only": true}]}'
 
 .DEFAULT_GOAL := demo
-.PHONY: help demo test unit lint sanity molecule molecule-roles molecule-newcomer browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
+.PHONY: help demo test unit lint sanity molecule molecule-roles molecule-newcomer molecule-hosts browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
 
 help: ## this list of targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,13 +46,15 @@ demo: ## bare simulated nodes -> trained model, then the time each step took
 	printf "\nmake demo, time per step:\n%s\n  %-12s %5d s\n" "$$(cat $$times)" total $$(( $$(date +%s) - began )); \
 	rm -f $$times
 
-# The whole suite, side by side where nothing meets (scripts/side_by_side.sh): the two end-to-end scenarios on sim
-# clusters of their own (default: containers; hosts: host mode and Slurm), beside them, niced, the unit tests, lint,
-# sanity and then the role scenarios. VARIANTS (e.g. make test VARIANTS=ipex) runs those image variants' stack
+# The whole suite, side by side where nothing meets (scripts/side_by_side.sh): the end-to-end scenarios on sim
+# clusters of their own (default: containers; hosts: first the newcomer's bare Debian 12/13 nodes, then host mode and
+# Slurm), beside them, niced, the unit tests, lint, sanity and then the role scenarios. The newcomer runs first, while
+# default provisions: its image copies, run later, took the CPU from default's cut-CPU health drill (no straggler). VARIANTS (e.g. make test VARIANTS=ipex) runs those image variants' stack
 # scenarios after the rest, one after another.
 test: venv-dev host browser images wheels ## the whole suite (.ci/run calls this), each part timed
-	scripts/side_by_side.sh 'default=molecule test -s default' 'hosts=molecule test -s hosts' \
-		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles molecule-newcomer' \
+	scripts/side_by_side.sh 'default=molecule test -s default' \
+		'hosts=$(MAKE) -k --no-print-directory molecule-newcomer molecule-hosts' \
+		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles' \
 		$(foreach variant,$(VARIANTS),-- '$(variant)=molecule test -s $(variant)')
 
 venv: $(VENV)/.installed ## .venv with what running the collection needs (requirements.txt), its collections (requirements.yml) and the Python package
@@ -119,6 +121,9 @@ molecule-roles: venv-dev host ## the role scenarios side by side (their own cont
 molecule-newcomer: venv-dev host images wheels ## the README's inventory and commands, read out of README.md, on bare Debian 12 and 13 nodes
 	scripts/images.sh trixie
 	molecule test -s newcomer
+
+molecule-hosts: venv-dev host images wheels ## host mode, Slurm and the mode switch on a sim cluster of their own
+	molecule test -s hosts
 
 molecule-deepspeed: venv-dev host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
 	scripts/images.sh deepspeed
