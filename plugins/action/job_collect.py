@@ -28,6 +28,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "launcher_container": {"type": "str"},
     "launcher_stop_wait": {"type": "int", "default": 30},
     "keep_jobs": {"type": "int"},
+    "checkpoint_dir": {"type": "path"},
     "follow": {
         "type": "dict",
         "options": {
@@ -42,7 +43,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
 
 
 PACK_ARGS = tuple(name for name in ARGUMENT_SPEC if name not in ("dest", "follow"))
-REPORTED = ("worker", "launcher", "pruned", "warnings")
+REPORTED = ("worker", "launcher", "pruned", "checkpoints", "warnings")
 
 
 class ActionModule(ActionBase):

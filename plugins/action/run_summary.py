@@ -14,10 +14,11 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events, restart, world
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import REPLICAS_LOG
 from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary
 from ansible_collections.multinode.training.plugins.module_utils.summary_file import SummaryError, write_summary
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
-    ATTEMPTS_DIR, COLLECTED_DIR, SUMMARY_FILE, append_record,
+    ATTEMPTS_DIR, COLLECTED_DIR, PROGRESS_FILE, SUMMARY_FILE, append_record,
 )
 
 display = Display()
@@ -46,6 +47,9 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "lost_nodes": {"type": "list", "elements": "str", "default": []},
     "min_nodes": {"type": "int", "default": 1},
     "spares": {"type": "list", "elements": "str", "default": []},
+    "checkpoints": {"type": "dict", "default": {}},
+    "replicas": {"type": "int", "default": 0},
+    "launcher_stays": {"type": "str", "default": ""},
     "mlflow_tracking_uri": {"type": "str", "default": ""},
     "mlflow_experiment": {"type": "str", "default": "multinode-training"},
 }
@@ -66,6 +70,24 @@ def recorded(run_dir: Path, mlflow_tracking_uri: str, mlflow_experiment: str) ->
         return record_run(run_dir, mlflow_tracking_uri=mlflow_tracking_uri, mlflow_experiment=mlflow_experiment)
     except Exception as error:  # pylint: disable=broad-exception-caught
         return {"report": f"not written: {error}"}
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, none when it is missing; a line that is not one (cut short when its
+    node stopped mid-write) is passed over."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
 
 
 class ActionModule(ActionBase):
@@ -98,10 +120,16 @@ class ActionModule(ActionBase):
     def _judged(self, args: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], restart.Decision]:
         """This attempt's summary with the restart bookkeeping, and the restart policy's verdict on it."""
         summary = run_summary(args)
+        if not summary["epochs"] and args["node_names"] and args["node_names"][0] in args["lost_nodes"]:
+            # Rank 0's logs were on the lost launcher node: its epochs as the controller followed them.
+            summary["epochs"] = restart.followed_epochs(_json_lines(run_dir / PROGRESS_FILE))
+        # Where each checkpoint is now: the launcher node's and its replicas (each node's listing, from collect.yml).
+        summary["checkpoints"] = restart.checkpoint_holders(args["checkpoints"], self._replica_copies(run_dir, args))
         restarts = restart.completed(args["restarts"], summary)
         decision = restart.decide(
             summary, restarts=restarts, max_restarts=args["max_restarts"], restart_on=args["restart_on"],
             lost_nodes=args["lost_nodes"], min_nodes=args["min_nodes"], spares=args["spares"],
+            replicas=args["replicas"], launcher_stays=args["launcher_stays"],
         )
         if decision.restart:
             restarts.append(restart.new_entry(summary, args["attempt"]))
@@ -112,6 +140,13 @@ class ActionModule(ActionBase):
         if summary["status"] != "succeeded":
             summary["restart_verdict"] = decision.why
         return summary, decision
+
+    @staticmethod
+    def _replica_copies(run_dir: Path, args: dict[str, Any]) -> list[dict[str, Any]]:
+        """The checkpoint replicator's records from the launcher node's collected logs (none when it was lost)."""
+        if not args["node_names"]:
+            return []
+        return _json_lines(run_dir / COLLECTED_DIR / args["node_names"][0] / "logs" / REPLICAS_LOG)
 
     @staticmethod
     def _earlier_epochs(run_dir: Path) -> list[list[dict[str, Any]]]:

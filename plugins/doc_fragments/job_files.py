@@ -49,4 +49,9 @@ options:
       - After packing, keep the newest O(keep_jobs) job directories beside O(job_dir) (this job's always among
         them) and remove the others, as multinode.training.prune does. Unset, nothing is removed.
     type: int
+  checkpoint_dir:
+    description:
+      - The job's checkpoint directory, whose complete entries (not hidden, not ending in C(.tmp) or C(.partial)) are
+        listed in RV(checkpoints), not packed.
+    type: path
 """

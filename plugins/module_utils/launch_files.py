@@ -10,13 +10,15 @@ a job starts one module run sooner; the launch script then waits on every node f
 
 from __future__ import annotations
 
+import inspect
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.multinode.training.plugins.module_utils import docker_api, events
+from ansible_collections.multinode.training.plugins.module_utils import checkpoint_replica, docker_api, events
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.hostfile import (
     DIALECTS,
@@ -34,11 +36,17 @@ from ansible_collections.multinode.training.plugins.module_utils.launch import (
     build,
     hostfile_dialect,
 )
-from ansible_collections.multinode.training.plugins.module_utils.launch_script import ReadyCheck, render_launch_script
+from ansible_collections.multinode.training.plugins.module_utils.launch_script import (
+    ReadyCheck,
+    Replication,
+    render_launch_script,
+)
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import PLACEHOLDERS, expand_placeholders
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import split_env
 
 HOSTFILE_MODE = "0640"
+# The checkpoint replicator (checkpoint_replica.py), beside the launch script in the job directory.
+REPLICATOR_FILE = "replicate.py"
 CONTAINER_OPTIONS = dict(
     name=dict(type="str", required=True),
     image=dict(type="str", required=True),
@@ -82,6 +90,8 @@ LAUNCH_OPTIONS = dict(
     work_dir=dict(type="path", required=True),
     env_script=dict(type="path", default=""),
     stage_paths=dict(type="list", elements="path", default=[]),
+    replicate_dir=dict(type="path", default=""),
+    replicas=dict(type="int", default=0),
     placeholders=dict(type="dict", default={}),
     hostfile_dialect=dict(type="str", choices=["auto", *DIALECTS]),
     container=dict(type="dict", options=CONTAINER_OPTIONS),
@@ -130,6 +140,16 @@ def ready_check(params: dict[str, Any]) -> ReadyCheck | None:
     return ReadyCheck(path=f"{params['job_dir']}/{events.READY_FILE}", timeout=params["ready_timeout"])
 
 
+def replication(params: dict[str, Any]) -> Replication | None:
+    """The checkpoint replicas the launch makes: ``replicas`` nodes after the launcher node get each complete entry of
+    ``replicate_dir`` (none without either); ValueError for a negative count."""
+    if params["replicas"] < 0:
+        raise ValueError(f"replicas must be 0 or more, not {params['replicas']}")
+    if not params["replicate_dir"] or params["replicas"] == 0:
+        return None
+    return Replication(params["replicate_dir"], params["replicas"], posixpath.join(params["job_dir"], REPLICATOR_FILE))
+
+
 @dataclass(frozen=True)
 class RenderedLaunch:
     """What a launch writes, rendered before anything is written: the launch script, its command lines and the
@@ -152,6 +172,7 @@ def render_launch(params: dict[str, Any]) -> RenderedLaunch:
         env_script=params["env_script"],
         stage_paths=params["stage_paths"],
         ready=ready_check(params),
+        replication=replication(params),
     )
     dialect = hostfile_dialect(spec.launcher) if params["hostfile_dialect"] == "auto" else params["hostfile_dialect"]
     hostfile = render_hostfile(spec.hosts, dialect) if dialect else None
@@ -166,6 +187,10 @@ def launch(module: AnsibleModule, params: dict[str, Any], rendered: RenderedLaun
         module.warn(IPEXRUN_LEGACY)
     result = dict(path=params["path"], content=rendered.content, argvs=rendered.argvs)
     result.update(ensure_content(module, params["path"], rendered.content, {**file_args, "path": params["path"]}))
+    if (replicas := replication(params)) is not None:
+        replicator_args = {**file_args, "path": replicas.script, "mode": HOSTFILE_MODE}
+        written = ensure_content(module, replicas.script, inspect.getsource(checkpoint_replica), replicator_args)
+        result["changed"] = result["changed"] or written["changed"]
     if rendered.hostfile is not None:
         result.update(hostfile=rendered.hostfile, hostfile_dialect=rendered.dialect)
         hostfile_args = {**file_args, "path": params["hostfile_path"], "mode": HOSTFILE_MODE}

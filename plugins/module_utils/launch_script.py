@@ -13,7 +13,9 @@ node:
    was started while the nodes were still being set up for it (``ReadyCheck``),
    waits in the same SSH session for each node's set-up of this launch;
 2. copies the paths to stage (the checkpoint to resume from) from the launcher
-   node to every other node that lacks them;
+   node to every other node that lacks them, and starts the checkpoint
+   replicator (checkpoint_replica.py) in the background when asked
+   (``Replication``): the script waits for its last pass when it exits;
 3. starts the launcher: one agent per node over SSH (torchrun's, or the node's
    TensorFlow worker), supervised so that the first agent to fail stops the
    others (``agent.pid`` in each node's job directory), or the one launcher
@@ -66,6 +68,16 @@ class ReadyCheck:
     timeout: int
 
 
+@dataclass(frozen=True)
+class Replication:
+    """The checkpoint replicator the launch starts (checkpoint_replica.py, written to ``script``): the complete
+    entries of ``directory`` copied to the ``count`` nodes that follow the launcher node in the job's order."""
+
+    directory: str
+    count: int
+    script: str
+
+
 def render_launch_script(
     spec: LaunchSpec,
     *,
@@ -74,6 +86,7 @@ def render_launch_script(
     env_script: str = "",
     stage_paths: Sequence[str] = (),
     ready: Optional[ReadyCheck] = None,
+    replication: Optional[Replication] = None,
 ) -> str:
     """The complete launch script for ``spec``, run from the launcher node.
 
@@ -82,7 +95,8 @@ def render_launch_script(
     given, is sourced first by the script and by every torchrun agent's remote
     shell. ``ready``, when given, makes the SSH check wait for each node's
     set-up of this launch. ``stage_paths`` (absolute files or directories on the launcher node)
-    are copied to the same path on every other node that lacks them. Raises
+    are copied to the same path on every other node that lacks them. ``replication``, when given and
+    the job has more than one node, starts the checkpoint replicator after them. Raises
     LaunchError when ``build(spec)`` does, or a host's name or address is unusable.
     """
     argvs = build(spec)
@@ -101,6 +115,8 @@ def render_launch_script(
     lines += [""] + _ssh_check(spec, names, ssh, ready)
     if stage_paths:
         lines += [""] + _staging(spec, names, ssh, stage_paths)
+    if replication and replication.count > 0 and len(spec.hosts) > 1:
+        lines += [""] + _replication(spec, names, replication)
     return "\n".join(lines + [""] + body) + "\n"
 
 
@@ -135,12 +151,41 @@ def _ssh_multiplexing() -> list[str]:
         "ssh_mux=()",
         f'ssh_mux_dir="${{TMPDIR:-/tmp}}/{SSH_MUX_DIR}"',
         f'if [ "${{#ssh_mux_dir}}" -le {SSH_MUX_DIR_MAX} ] && ssh_mux_dir=$(mktemp -d "$ssh_mux_dir"); then',
-        "  trap 'rm -rf \"$ssh_mux_dir\"' EXIT",
+        "  exit_hooks+='rm -rf \"$ssh_mux_dir\";'",
         '  ssh_mux=(-o ControlMaster=auto -o "ControlPath=$ssh_mux_dir/%C" -o ControlPersist=10)',
         f"  stat -c '%n %a %u' \"$ssh_mux_dir\" >\"$logs/{SSH_MUX_LOG}\"",
         "else",
         f'  echo "none: no private directory for the control sockets in ${{TMPDIR:-/tmp}}" >"$logs/{SSH_MUX_LOG}"',
         "fi",
+    ]
+
+
+# The checkpoint replicator's copies, one JSON line each (checkpoint_replica.py), and its own output.
+REPLICAS_LOG = "replicas.jsonl"
+REPLICATOR_LOG = "replicate.log"
+
+
+def _replication(spec: LaunchSpec, names: list[str], replication: Replication) -> list[str]:
+    """Lines that start the checkpoint replicator in the background for the ``count`` nodes after the launcher
+    node, and make the script's exit wait for its last pass."""
+    targets = list(zip(names[1:], spec.hosts[1:]))[: replication.count]
+    words = ["python3", replication.script, "--dir", replication.directory, "--port", str(spec.ssh_port)]
+    for name, host in targets:
+        words += ["--node", name, host.address]
+    start = shlex.join(words) + f' --log "$logs/{REPLICAS_LOG}" --parent $$'
+    return [
+        _comment(
+            f"Checkpoint replicas: each complete entry of {replication.directory} is copied to "
+            f"{', '.join(name for name, _ in targets)} in the background; its copies in $logs/{REPLICAS_LOG}."
+        ),
+        "replicator=",
+        "if command -v python3 >/dev/null; then",
+        f'  {start} >>"$logs/{REPLICATOR_LOG}" 2>&1 </dev/null & replicator=$!',
+        "else",
+        f'  echo "no python3 on the launcher node: the checkpoints are not replicated" >>"$logs/{REPLICATOR_LOG}"',
+        "fi",
+        "# At the exit, after every rank: the replicator's last pass, which copies what the ranks left.",
+        "exit_hooks='[ -z \"$replicator\" ] || { kill -TERM \"$replicator\" 2>/dev/null; wait \"$replicator\"; };'\"$exit_hooks\"",
     ]
 
 
@@ -167,6 +212,9 @@ def _preamble(spec: LaunchSpec, job_dir: str, work_dir: str, env_script: str) ->
         "set -u",
         f"cd {shlex.quote(work_dir)} || exit",
         f"logs={shlex.quote(posixpath.join(job_dir, 'logs'))}",
+        "# What the script's exit does, whatever ends it: shell code the parts below add.",
+        "exit_hooks=''",
+        "trap 'eval \"$exit_hooks\"' EXIT",
         _EVENT_FUNCTION,
         f"event {events.LAUNCH} {shlex.quote(launcher_field)}",
         f"echo $$ >{shlex.quote(posixpath.join(job_dir, events.LAUNCH_PID_FILE))}",

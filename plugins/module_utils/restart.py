@@ -10,7 +10,10 @@ work, and it must not use up the restarts a lost node needs later); a rank whose
 fails again), a timeout is not (the job's time is up) and a cancel never is. A node that is lost (it did not come
 back in time) is replaced by a free spare node when the policy uses spares (in its place: the same node rank),
 else left out: the job goes on on the others (a smaller world, as torch elastic does) while at least ``min_nodes``
-remain and the launcher node is not the one lost.
+remain. When the launcher node is the one lost, the launcher role moves: the surviving node that holds the newest
+checkpoint (its replica, checkpoint_replica.py) becomes the launcher node and rank 0's, or without any the first
+surviving node (the job starts again); only without replicas (``launcher_checkpoint_replicas: 0``) does a lost
+launcher node end the job, its checkpoints gone with it.
 
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ansible_collections.multinode.training.plugins.module_utils import run_report
+from ansible_collections.multinode.training.plugins.module_utils import events, run_report
 
 # The root causes launcher_restart_on restarts by default, and the one more it may name.
 INFRASTRUCTURE_KINDS = (
@@ -52,11 +55,15 @@ def decide(
     lost_nodes: Sequence[str] = (),
     min_nodes: int = 1,
     spares: Sequence[str] = (),
+    replicas: int = 0,
+    launcher_stays: str = "",
 ) -> Decision:
     """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``, after the earlier
     ``restarts`` (the summary's records, each with its cause's ``kind``), with ``lost_nodes``
     (of the summary's ``node_names``, launcher first) replaced by the free ``spares`` in order, or left out of the
-    next attempt when none is left."""
+    next attempt when none is left. A lost launcher node's role goes to the survivor holding the newest of the
+    summary's ``checkpoints`` (``checkpoint_holders``), unless no checkpoint is replicated (``replicas`` 0) or
+    ``launcher_stays`` says why the role cannot move (the Slurm controller's node)."""
     status = summary.get("status")
     if status == "succeeded":
         return Decision(False, "the job succeeded")
@@ -70,21 +77,80 @@ def decide(
     if used >= max_restarts:
         return Decision(False, f"no {budget} left (launcher_max_restarts: {max_restarts})")
     nodes = list(summary.get("node_names") or [])
+    moved = ""
+    if nodes and nodes[0] in lost_nodes and launcher_stays:
+        return Decision(False, f"the launcher node {nodes[0]} is lost, and {launcher_stays}")
     if nodes and nodes[0] in lost_nodes:
-        return Decision(False, f"the launcher node {nodes[0]} is lost (its ranks and checkpoints are there)")
+        launcher, held = new_launcher(nodes, lost_nodes, summary.get("checkpoints") or [])
+        if not held and replicas == 0:
+            return Decision(
+                False,
+                f"the launcher node {nodes[0]} is lost with the job's checkpoints (launcher_checkpoint_replicas: 0)",
+            )
+        if launcher is None:
+            return Decision(False, f"the launcher node {nodes[0]} is lost and no node of the job is left")
+        nodes = [launcher] + [node for node in nodes if node != launcher]
+        moved = f"{launcher} is the launcher node now" + (
+            f" (it holds {held})" if held else " (no surviving node holds a checkpoint: the job starts again)"
+        )
     hosts, replaced = next_hosts(nodes, lost_nodes, spares)
     if len(hosts) < min_nodes:
         return Decision(
             False,
             f"{len(hosts)} of {len(nodes)} nodes left without {', '.join(lost_nodes)}; launcher_min_nodes is {min_nodes}",
         )
-    changes = [f"{spare} in place of {node}" for node, spare in replaced.items()]
+    changes = ([moved] if moved else []) + [f"{spare} in place of {node}" for node, spare in replaced.items()]
     dropped = [node for node in lost_nodes if node in nodes and node not in replaced]
     if dropped:
         changes.append(f"without {', '.join(dropped)}, on {len(hosts)} nodes")
     where = "".join(f"; {change}" for change in changes)
     why = f"{budget} {used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{where}"
     return Decision(True, why, tuple(hosts))
+
+
+def new_launcher(
+    nodes: Sequence[str], lost_nodes: Sequence[str], checkpoints: Sequence[Mapping[str, Any]]
+) -> tuple[str | None, str]:
+    """The node that takes over a lost launcher node's role: of the surviving ``nodes``, the first (in the job's order)
+    that holds the newest checkpoint any of them holds (``checkpoints``: newest first, each with the ``nodes`` that
+    hold it), else the first survivor (None without one); and the checkpoint's name ("" without one)."""
+    survivors = [node for node in nodes if node not in lost_nodes]
+    for checkpoint in checkpoints:
+        holders = [node for node in survivors if node in (checkpoint.get("nodes") or [])]
+        if holders:
+            return holders[0], str(checkpoint.get("name", ""))
+    return (survivors[0] if survivors else None), ""
+
+
+def checkpoint_holders(
+    listings: Mapping[str, Sequence[Mapping[str, Any]]], copies: Sequence[Mapping[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """The job's checkpoints from each node's listing (``listings``: node -> its entries, each with ``name``,
+    ``bytes`` and ``mtime``) and the replicator's records of its copies and removals (``copies``, in their order,
+    checkpoint_replica.py's log: a copy may land after its node was listed), newest first, each with the nodes that
+    hold it as it is (same bytes and time)."""
+    held: dict[tuple[str, int, int], list[str]] = {}
+    for node, listing in listings.items():
+        for entry in listing:
+            held.setdefault((str(entry["name"]), int(entry["bytes"]), int(entry["mtime"])), []).append(node)
+    for record in copies:
+        node, name = record.get("node"), record.get("entry")
+        if not record.get("ok") or not node or not name:
+            continue
+        if record.get("removed"):
+            for key, nodes in held.items():
+                if key[0] == name and node in nodes:
+                    nodes.remove(node)
+        elif "bytes" in record and "mtime" in record:
+            nodes = held.setdefault((str(name), int(record["bytes"]), int(record["mtime"])), [])
+            if node not in nodes:
+                nodes.append(node)
+    found = [
+        {"name": name, "bytes": size, "mtime": mtime, "nodes": nodes}
+        for (name, size, mtime), nodes in held.items()
+        if nodes
+    ]
+    return sorted(found, key=lambda entry: (entry["mtime"], entry["name"]), reverse=True)
 
 
 def budget_used(restarts: Sequence[Mapping[str, Any]], kind: str | None) -> int:
@@ -125,6 +191,19 @@ def merged_epochs(attempts: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[
             ]
         merged += [dict(epoch) for epoch in epochs]
     return merged
+
+
+def followed_epochs(progress: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The epochs of the run's current attempt as the controller followed them live (``progress``: the run's
+    progress.jsonl records, in order; rank 0's epoch records after the last restart record): what a lost launcher
+    node's attempt trained, whose rank logs were never collected."""
+    epochs: list[dict[str, Any]] = []
+    for record in progress:
+        if record.get("kind") == events.RESTART:
+            epochs = []
+        elif record.get("kind") == "epoch" and record.get("rank", 0) == 0 and isinstance(record.get("epoch"), (int, float)):
+            epochs.append({key: record[key] for key in ("epoch", "loss", "samples_per_s") if key in record})
+    return epochs
 
 
 def new_entry(summary: Mapping[str, Any], attempt: int) -> dict[str, Any]:

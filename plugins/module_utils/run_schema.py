@@ -97,6 +97,13 @@ _SSH: dict[str, dict[str, Any]] = {
         "`launcher_job_name`: a named job resumes from its own checkpoints; null without one.", type=["string", "null"]
     ),
     "resumed_from": _key("The checkpoint the job resumed from; null for a fresh start.", type=["string", "null"]),
+    "checkpoints": _key(
+        "The job's checkpoints when the attempt ended, newest first: each one's `name`, `bytes`, `mtime` and the"
+        " `nodes` that hold it (the launcher node's and its replicas, `launcher_checkpoint_replicas`; a lost node is"
+        " not listed).",
+        type="array",
+        items={"type": "object", "required": ["name", "bytes", "mtime", "nodes"]},
+    ),
     "ranks_started": _key("The ranks that started.", type="array", items={"type": "integer"}),
     "rank_nodes": _key(
         "Each rank (a string key) and the node it ran on.",

@@ -108,6 +108,14 @@ launcher:
   returned: when O(launcher_container) is given
   type: dict
   sample: {"present": true, "running": false, "exit_code": 0, "oom_killed": false, "removed": true}
+checkpoints:
+  description:
+    - The complete entries of O(checkpoint_dir) on the node, newest first, each with its C(name), its files' total
+      C(bytes) and their newest C(mtime) (whole epoch seconds).
+  returned: when O(checkpoint_dir) is given
+  type: list
+  elements: dict
+  sample: [{"name": "checkpoint-epoch003.pt", "bytes": 181234, "mtime": 1796000000}]
 pruned:
   description: The job directories removed beside O(job_dir).
   returned: when O(keep_jobs) is given

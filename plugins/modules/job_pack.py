@@ -77,6 +77,14 @@ launcher:
   returned: when O(launcher_container) is given
   type: dict
   sample: {"present": true, "running": false, "exit_code": 0, "oom_killed": false, "removed": true}
+checkpoints:
+  description:
+    - The complete entries of O(checkpoint_dir) on the node, newest first, each with its C(name), its files' total
+      C(bytes) and their newest C(mtime) (whole epoch seconds).
+  returned: when O(checkpoint_dir) is given
+  type: list
+  elements: dict
+  sample: [{"name": "checkpoint-epoch003.pt", "bytes": 181234, "mtime": 1796000000}]
 pruned:
   description: The job directories removed beside O(job_dir).
   returned: when O(keep_jobs) is given, outside check mode
@@ -92,7 +100,13 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import docker_api, job_files, node_state, prune
+from ansible_collections.multinode.training.plugins.module_utils import (
+    checkpoint_replica,
+    docker_api,
+    job_files,
+    node_state,
+    prune,
+)
 
 
 def main() -> None:
@@ -110,6 +124,7 @@ def main() -> None:
             launcher_container=dict(type="str"),
             launcher_stop_wait=dict(type="int", default=30),
             keep_jobs=dict(type="int"),
+            checkpoint_dir=dict(type="path"),
             docker_socket=dict(type="path", default="/var/run/docker.sock"),
         ),
         supports_check_mode=True,
@@ -136,6 +151,8 @@ def main() -> None:
             os.chown(params["dest"], user.pw_uid, user.pw_gid)
         os.chmod(params["dest"], 0o600)
     result.update(changed=not module.check_mode, files=len(paths), bytes=size)
+    if params["checkpoint_dir"]:
+        result["checkpoints"] = checkpoint_replica.entries(params["checkpoint_dir"])
     if params["worker_container"]:
         details = docker_api.container_details(params["worker_container"], params["docker_socket"])
         result["worker"] = {"what": "worker container", **details}

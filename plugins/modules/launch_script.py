@@ -62,6 +62,23 @@ options:
     type: list
     elements: path
     default: []
+  replicate_dir:
+    description:
+      - The job's checkpoint directory (the same path on every host). With O(replicas), the script starts a
+        replicator in the background (C(replicate.py), written beside it) that copies each complete entry that
+        appears there (not hidden, not ending in C(.tmp) or C(.partial), unchanged for a few seconds) to the
+        O(replicas) hosts that follow the first one in O(hosts), over the cluster's SSH, and removes from them what
+        leaves it; each copy is a line of C(<job_dir>/logs/replicas.jsonl). The script waits for its last pass when it
+        exits.
+      - Empty, nothing is replicated.
+    type: path
+    default: ""
+  replicas:
+    description:
+      - How many hosts get a copy of each checkpoint (see O(replicate_dir)); V(0) for none. More than the other hosts
+        means every other host.
+    type: int
+    default: 0
   wait_ready:
     description:
       - Makes the script wait, in its SSH check of each host, until C(<job_dir>/ready) there holds the token the

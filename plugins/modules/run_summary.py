@@ -152,7 +152,9 @@ options:
   lost_nodes:
     description:
       - Nodes of O(node_names) lost to the job (they did not answer and did not come back in time). The next attempt
-        goes on without them, unless the launcher node is one of them or fewer than O(min_nodes) would remain.
+        goes on without them, unless fewer than O(min_nodes) would remain. A lost launcher node's role moves to the
+        surviving node holding the newest of O(checkpoints) (that node first in RV(next_hosts)), or without any to the
+        first survivor (the job starts again), unless O(replicas=0) or O(launcher_stays) says why it cannot move.
     type: list
     elements: str
     default: []
@@ -167,6 +169,20 @@ options:
     type: list
     elements: str
     default: []
+  checkpoints:
+    description:
+      - Each node's checkpoints when the attempt ended (node name to the RV(multinode.training.job_collect#module:checkpoints)
+        listing); the summary's C(checkpoints) say which nodes hold each one.
+    type: dict
+    default: {}
+  replicas:
+    description: How many nodes besides the launcher node got a copy of each checkpoint (C(launcher_checkpoint_replicas)).
+    type: int
+    default: 0
+  launcher_stays:
+    description: Why the launcher node's role cannot move to another node (the Slurm controller's node); empty when it can.
+    type: str
+    default: ""
   mlflow_tracking_uri:
     description:
       - MLflow tracking URI to log the run to (parameters, metrics per epoch, summary and report as artifacts);

@@ -64,6 +64,7 @@ class Summary(TypedDict):
     root_cause_kind: NotRequired[str | None]
     job_name: NotRequired[str | None]
     resumed_from: NotRequired[str | None]
+    checkpoints: NotRequired[list[dict[str, Any]]]
     ranks_started: NotRequired[list[int]]
     rank_nodes: NotRequired[dict[str, str | None]]
     provision_changed: NotRequired[int | None]

@@ -12,12 +12,15 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     INFRASTRUCTURE_KINDS,
     RESTART_ON_CHOICES,
     Decision,
-    completed,
     budget_used,
+    checkpoint_holders,
+    completed,
     decide,
+    followed_epochs,
     merged_epochs,
-    next_hosts,
     new_entry,
+    new_launcher,
+    next_hosts,
 )
 from ansible_collections.multinode.training.plugins.module_utils.run_report import RunRecords, summarize
 
@@ -329,12 +332,6 @@ def test_a_spare_already_in_the_job_is_not_free() -> None:
     )
 
 
-def test_a_lost_launcher_node_ends_the_job() -> None:
-    summary = failed("node_lost", "node1: the node does not answer (down or cut off)")
-    decision = decide(summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node1"])
-    assert decision == Decision(False, "the launcher node node1 is lost (its ranks and checkpoints are there)")
-
-
 def test_too_few_nodes_left_end_the_job() -> None:
     summary = failed("node_lost", "node2: the node does not answer (down or cut off)")
     decision = decide(
@@ -371,6 +368,202 @@ def test_an_untrusted_node_is_never_restarted() -> None:
     )
 
 
+# --- a lost launcher node: its role moves to the survivor holding the newest checkpoint ---
+
+LAUNCHER_LOST = "node1: the node does not answer (down or cut off)"
+
+
+def entry(name: str, size: int, mtime: int) -> dict[str, Any]:
+    """One entry of a node's checkpoint listing (checkpoint_replica.entries)."""
+    return {"name": name, "bytes": size, "mtime": mtime}
+
+
+def with_checkpoints(listings: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The summary of an attempt whose launcher node (node1) was lost, with each node's checkpoints."""
+    return {**failed("node_lost", LAUNCHER_LOST), "checkpoints": checkpoint_holders(listings)}
+
+
+def launcher_lost(summary: dict[str, Any], **policy: Any) -> Decision:
+    return decide(
+        summary,
+        restarts=[],
+        max_restarts=3,
+        restart_on=DEFAULT_RESTART_ON,
+        lost_nodes=policy.pop("lost_nodes", ["node1"]),
+        replicas=policy.pop("replicas", 1),
+        **policy,
+    )
+
+
+# node1 wrote epoch-3.pt and was lost before its replica reached node2; node3 holds an older copy of epoch-1.pt.
+LISTINGS = {
+    "node1": [entry("epoch-3.pt", 100, 3000), entry("epoch-2.pt", 100, 2000), entry("epoch-1.pt", 100, 1000)],
+    "node2": [entry("epoch-2.pt", 100, 2000), entry("epoch-1.pt", 100, 1000)],
+    "node3": [entry("epoch-1.pt", 100, 1000)],
+}
+
+
+def test_checkpoint_holders_newest_first_with_the_nodes_that_hold_each() -> None:
+    assert checkpoint_holders(LISTINGS) == [
+        {"name": "epoch-3.pt", "bytes": 100, "mtime": 3000, "nodes": ["node1"]},
+        {"name": "epoch-2.pt", "bytes": 100, "mtime": 2000, "nodes": ["node1", "node2"]},
+        {"name": "epoch-1.pt", "bytes": 100, "mtime": 1000, "nodes": ["node1", "node2", "node3"]},
+    ]
+
+
+def test_the_same_name_with_other_bytes_or_another_time_is_another_checkpoint() -> None:
+    holders = checkpoint_holders(
+        {
+            "node1": [entry("step-200", 500, 2001), entry("epoch-1.pt", 100, 1000)],
+            "node2": [entry("step-200", 400, 2001), entry("epoch-1.pt", 100, 1000)],  # copied while still written
+            "node3": [entry("step-200", 500, 2000)],  # an older step-200, of an earlier launch
+        }
+    )
+    assert [(h["name"], h["mtime"], h["nodes"]) for h in holders if h["mtime"] == 2000] == [
+        ("step-200", 2000, ["node3"])
+    ]
+    newest = sorted((h["bytes"], h["nodes"]) for h in holders if h["mtime"] == 2001)
+    assert newest == [(400, ["node2"]), (500, ["node1"])]
+    assert [h["mtime"] for h in holders] == [2001, 2001, 2000, 1000]
+    assert holders[-1] == {"name": "epoch-1.pt", "bytes": 100, "mtime": 1000, "nodes": ["node1", "node2"]}
+
+
+def test_checkpoint_holders_of_no_listing() -> None:
+    assert checkpoint_holders({}) == []
+    assert checkpoint_holders({"node1": [], "node2": []}) == []
+
+
+def test_the_replicators_copies_and_removals_after_the_listing_count() -> None:
+    # node2 was listed before the launcher node's last pass copied epoch-3.pt to it and removed epoch-1.pt there.
+    copies = [
+        {"entry": "epoch-3.pt", "node": "node2", "ok": True, "bytes": 100, "mtime": 3000},
+        {"entry": "epoch-4.pt", "node": "node2", "ok": False, "bytes": 100, "mtime": 4000, "error": "cut"},
+        {"entry": "epoch-1.pt", "node": "node2", "ok": True, "removed": True},
+        {"entry": "epoch-9.pt", "node": "node2", "ok": True},  # no bytes or time: says nothing of a checkpoint
+    ]
+    holders = checkpoint_holders(LISTINGS, copies)
+    assert holders == [
+        {"name": "epoch-3.pt", "bytes": 100, "mtime": 3000, "nodes": ["node1", "node2"]},
+        {"name": "epoch-2.pt", "bytes": 100, "mtime": 2000, "nodes": ["node1", "node2"]},
+        {"name": "epoch-1.pt", "bytes": 100, "mtime": 1000, "nodes": ["node1", "node3"]},
+    ]
+
+
+def test_a_checkpoint_no_node_holds_any_more_is_not_listed() -> None:
+    removed = [{"entry": "only.pt", "node": "node1", "ok": True, "removed": True}]
+    assert checkpoint_holders({"node1": [entry("only.pt", 1, 5)]}, removed) == []
+
+
+def test_checkpoint_holders_break_a_tie_of_times_by_name() -> None:
+    holders = checkpoint_holders({"node1": [entry("a.pt", 1, 5), entry("c.pt", 1, 5)], "node2": [entry("b.pt", 1, 5)]})
+    assert [h["name"] for h in holders] == ["c.pt", "b.pt", "a.pt"]
+
+
+def test_new_launcher_is_the_first_survivor_holding_the_newest_checkpoint_it_can() -> None:
+    checkpoints = checkpoint_holders(LISTINGS)
+    assert new_launcher(["node1", "node2", "node3"], ["node1"], checkpoints) == ("node2", "epoch-2.pt")
+    # Of several holders, the first in the job's order, whatever the order of the listings.
+    both = [{"name": "epoch-2.pt", "nodes": ["node3", "node2"]}]
+    assert new_launcher(["node1", "node2", "node3"], ["node1"], both) == ("node2", "epoch-2.pt")
+    assert new_launcher(["node1", "node2", "node3"], ["node1", "node2"], checkpoints) == ("node3", "epoch-1.pt")
+
+
+def test_new_launcher_without_a_checkpoint_is_the_first_survivor() -> None:
+    assert new_launcher(["node1", "node2", "node3"], ["node1"], []) == ("node2", "")
+    only_lost = [{"name": "epoch-3.pt", "nodes": ["node1"]}, {"name": "epoch-2.pt", "nodes": None}, {"name": "x"}]
+    assert new_launcher(["node1", "node2", "node3"], ["node1"], only_lost) == ("node2", "")
+    assert new_launcher(["node1", "node2"], ["node1", "node2"], only_lost) == (None, "")
+    assert new_launcher([], [], []) == (None, "")
+
+
+def test_a_lost_launcher_node_hands_its_role_to_the_survivor_holding_the_newest_checkpoint() -> None:
+    decision = launcher_lost(with_checkpoints(LISTINGS))
+    assert decision == Decision(
+        True,
+        f"restart 1 of 3: {LAUNCHER_LOST}; node2 is the launcher node now (it holds epoch-2.pt); without node1, on 2 nodes",
+        ("node2", "node3"),
+    )
+
+
+def test_the_new_launcher_node_goes_first_whatever_its_place() -> None:
+    listings = {"node1": LISTINGS["node1"], "node2": [], "node3": [entry("epoch-3.pt", 100, 3000)]}
+    decision = launcher_lost(with_checkpoints(listings))
+    assert decision.hosts == ("node3", "node2")
+    assert "node3 is the launcher node now (it holds epoch-3.pt)" in decision.why
+
+
+def test_a_spare_takes_the_lost_launcher_node_s_place_among_the_others() -> None:
+    decision = launcher_lost(with_checkpoints(LISTINGS), spares=["node4"])
+    assert decision == Decision(
+        True,
+        f"restart 1 of 3: {LAUNCHER_LOST}; node2 is the launcher node now (it holds epoch-2.pt); node4 in place of node1",
+        ("node2", "node4", "node3"),
+    )
+
+
+def test_a_lost_launcher_node_without_any_checkpoint_left_starts_the_job_again_on_the_first_survivor() -> None:
+    listings = {"node1": LISTINGS["node1"], "node2": [], "node3": []}
+    for summary in (with_checkpoints(listings), failed("node_lost", LAUNCHER_LOST)):
+        assert launcher_lost(summary, replicas=1) == Decision(
+            True,
+            f"restart 1 of 3: {LAUNCHER_LOST}; node2 is the launcher node now (no surviving node holds a checkpoint:"
+            " the job starts again); without node1, on 2 nodes",
+            ("node2", "node3"),
+        )
+
+
+def test_a_lost_launcher_node_without_replicas_ends_the_job() -> None:
+    listings = {"node1": LISTINGS["node1"], "node2": [], "node3": []}
+    expected = Decision(
+        False, "the launcher node node1 is lost with the job's checkpoints (launcher_checkpoint_replicas: 0)"
+    )
+    assert launcher_lost(with_checkpoints(listings), replicas=0) == expected
+    assert launcher_lost(failed("node_lost", LAUNCHER_LOST), replicas=0) == expected
+    # decide's default: no replicas.
+    summary = failed("node_lost", LAUNCHER_LOST)
+    assert decide(summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node1"]) == expected
+
+
+def test_without_replicas_a_checkpoint_a_survivor_holds_still_moves_the_launcher_node() -> None:
+    # e.g. a copy an earlier launch made, when launcher_checkpoint_replicas was 1
+    decision = launcher_lost(with_checkpoints(LISTINGS), replicas=0)
+    assert decision.restart is True
+    assert decision.hosts == ("node2", "node3")
+
+
+def test_a_launcher_node_that_cannot_move_ends_the_job() -> None:
+    decision = launcher_lost(with_checkpoints(LISTINGS), launcher_stays="the Slurm controller with it")
+    assert decision == Decision(False, "the launcher node node1 is lost, and the Slurm controller with it")
+
+
+def test_a_lost_launcher_node_and_no_node_left() -> None:
+    everyone = ["node1", "node2", "node3"]
+    assert launcher_lost(failed("node_lost", LAUNCHER_LOST), lost_nodes=everyone) == Decision(
+        False, "the launcher node node1 is lost and no node of the job is left"
+    )
+
+
+def test_a_lost_launcher_node_and_too_few_nodes_left() -> None:
+    decision = launcher_lost(with_checkpoints(LISTINGS), min_nodes=3)
+    assert decision == Decision(False, "2 of 3 nodes left without node1; launcher_min_nodes is 3")
+
+
+def test_a_lost_launcher_node_does_not_make_an_unrestartable_failure_restartable() -> None:
+    summary = {**with_checkpoints(LISTINGS), "root_cause_kind": "exit"}
+    assert launcher_lost(summary) == Decision(False, "its root cause (exit) is not one launcher_restart_on restarts")
+
+
+def test_a_lost_worker_node_keeps_the_launcher_node_whatever_the_checkpoints() -> None:
+    summary = {**failed("node_lost", "node3: the node does not answer (down or cut off)"), "checkpoints": []}
+    summary["checkpoints"] = checkpoint_holders({"node2": [entry("epoch-3.pt", 100, 3000)], "node1": []})
+    for policy in ({"replicas": 0}, {"replicas": 1}, {"replicas": 1, "launcher_stays": "the Slurm controller with it"}):
+        assert launcher_lost(summary, lost_nodes=["node3"], **policy) == Decision(
+            True,
+            "restart 1 of 3: node3: the node does not answer (down or cut off); without node3, on 2 nodes",
+            ("node1", "node2"),
+        )
+
+
 # --- one epoch history across attempts ---
 
 
@@ -390,3 +583,19 @@ def test_an_attempt_that_trained_no_epoch_keeps_the_history() -> None:
     # Gloo's teardown race after the last epoch: the restart resumes after it and trains nothing more.
     assert merged_epochs([epochs(1, 2, 3), []]) == epochs(1, 2, 3)
     assert merged_epochs([epochs(1, 2), epochs(3), epochs(4)]) == epochs(1, 2, 3, 4)
+
+
+def test_followed_epochs_are_rank_0s_of_the_current_attempt() -> None:
+    progress = [
+        {"kind": "epoch", "rank": 0, "epoch": 1, "loss": 0.9, "samples_per_s": 10.0, "node": "node1", "time": 1.0},
+        {"kind": "restart", "attempt": 1, "time": 2.0},
+        {"kind": "epoch", "rank": 0, "epoch": 1, "loss": 0.8, "samples_per_s": 11.0, "node": "node1", "time": 3.0},
+        {"kind": "epoch", "rank": 1, "epoch": 1, "loss": 0.8, "node": "node2", "time": 3.1},
+        {"kind": "straggler", "rank": 1, "time": 3.5},
+        {"kind": "epoch", "rank": 0, "epoch": 2, "loss": 0.7, "samples_per_s": 12.0, "node": "node1", "time": 4.0},
+    ]
+    assert followed_epochs(progress) == [
+        {"epoch": 1, "loss": 0.8, "samples_per_s": 11.0},
+        {"epoch": 2, "loss": 0.7, "samples_per_s": 12.0},
+    ]
+    assert followed_epochs([]) == []

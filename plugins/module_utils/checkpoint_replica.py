@@ -1,0 +1,283 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Checkpoint replicas: every complete entry of the job's ``CHECKPOINT_DIR`` on the launcher node, copied in the
+background to the next nodes of the job over the cluster's SSH, so that a restart after the launcher node is lost
+resumes from a checkpoint a surviving node holds.
+
+The launch script starts this file (written beside it as ``replicate.py``) with the launcher node's ``python3``, at
+a lower priority than the ranks, and it ends with the launch script (which waits for its last pass: every rank has
+ended by then, so every entry there is complete). While the ranks run, an entry is complete when it is not hidden,
+does not end in ``.tmp`` or ``.partial`` (what a script writes before its atomic rename) and its files kept their
+sizes and modification times for one scan interval (a script that writes in place). Each complete entry is packed
+with ``tar``, unpacked on the node into a hidden directory of the same ``CHECKPOINT_DIR`` and renamed into place, so
+a node never holds half an entry under its name; an entry that leaves the launcher node's directory (the script
+keeps its last few) leaves the replicas too. ``tar`` keeps the files' modification times: the nodes' entries compare
+as equal (``signature``), and a later launch copies only what a node lacks.
+
+Each copy is one JSON line in the ``--log`` file: the entry, the node, whether it succeeded, its bytes, modification
+time and seconds; each removal one with ``removed``. The controller reads them (``restart.checkpoint_holders``): the
+last pass ends after the other nodes were listed for the summary.
+
+Pure Python standard library, Python 3.9+, so that any node's ``python3`` runs it; no Ansible imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from stat import S_ISREG
+from typing import Dict, List, Sequence, Tuple
+
+# What a script writes before its atomic rename; never copied (checkpoint.yml passes them over too).
+INCOMPLETE_SUFFIXES = (".tmp", ".partial")
+# The hidden directory, inside CHECKPOINT_DIR on each replica node, an entry is unpacked into before its rename.
+INCOMING = ".replica-incoming"
+# Seconds a copy or a listing may take before it is given up (and tried again at the next scan).
+COPY_TIMEOUT = 1800
+LIST_TIMEOUT = 60
+
+# An entry's signature: its files' total bytes, their newest modification time (whole seconds, as tar keeps it) and
+# their number.
+Signature = Tuple[int, int, int]
+
+
+def is_candidate(name: str) -> bool:
+    """Whether an entry of that name can be a checkpoint: not hidden, not a file still being written."""
+    return not name.startswith(".") and not name.endswith(INCOMPLETE_SUFFIXES)
+
+
+def signatures_from_listing(lines: Sequence[str]) -> Dict[str, Signature]:
+    """The signature of each top-level entry from ``find DIR -mindepth 1 -type f -printf '%P\\t%s\\t%T@\\n'`` lines
+    (each file's path relative to DIR, bytes and modification time); entries that are not candidates are left out."""
+    totals: Dict[str, List[int]] = {}
+    for line in lines:
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 3:
+            continue
+        path, size, mtime = parts
+        entry = path.split("/", 1)[0]
+        if not is_candidate(entry):
+            continue
+        try:
+            # Whole seconds from the digits: a float would round T.9999999 up to T+1, and tar keeps T.
+            bytes_, seconds = int(size), int(mtime.split(".", 1)[0])
+        except ValueError:
+            continue
+        total = totals.setdefault(entry, [0, 0, 0])
+        total[0] += bytes_
+        total[1] = max(total[1], seconds)
+        total[2] += 1
+    return {entry: (total[0], total[1], total[2]) for entry, total in totals.items()}
+
+
+def local_listing(directory: str) -> List[str]:
+    """The regular files under ``directory`` as the listing lines ``signatures_from_listing`` reads, as ``find -type
+    f`` lists them on a node (symbolic links left out); empty when it is gone."""
+    lines = []
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                stat = os.lstat(path)
+            except OSError:
+                continue
+            if not S_ISREG(stat.st_mode):
+                continue
+            seconds, nanoseconds = divmod(stat.st_mtime_ns, 10**9)
+            lines.append(f"{os.path.relpath(path, directory)}\t{stat.st_size}\t{seconds}.{nanoseconds:09d}")
+    return lines
+
+
+def entries(directory: str) -> List[Dict[str, object]]:
+    """The candidate entries of ``directory`` (what a restart can resume from), newest first: each one's ``name``,
+    its files' total ``bytes`` and their newest ``mtime``."""
+    found = signatures_from_listing(local_listing(directory))
+    listed = [{"name": name, "bytes": found[name][0], "mtime": found[name][1]} for name in found]
+    return sorted(listed, key=lambda entry: (entry["mtime"], entry["name"]), reverse=True)
+
+
+def complete_entries(now: Dict[str, Signature], earlier: Dict[str, Signature]) -> Dict[str, Signature]:
+    """The entries of ``now`` whose signature is what it was one scan ago (``earlier``): nothing is writing them."""
+    return {entry: signature for entry, signature in now.items() if earlier.get(entry) == signature}
+
+
+def to_copy(complete: Dict[str, Signature], held: Dict[str, Signature]) -> List[str]:
+    """The complete entries a node does not hold as they are (``held``: its signatures), newest first: the one a
+    restart resumes from is copied before older ones."""
+    missing = [entry for entry, signature in complete.items() if held.get(entry) != signature]
+    return sorted(missing, key=lambda entry: (complete[entry][1], entry), reverse=True)
+
+
+def to_remove(now: Dict[str, Signature], held: Dict[str, Signature], copied: Sequence[str]) -> List[str]:
+    """What this replicator copied to a node that the launcher node no longer has (``now``): the script removed it."""
+    return sorted(entry for entry in copied if entry in held and entry not in now)
+
+
+def unpack_command(directory: str, entry: str) -> str:
+    """The node's shell command that unpacks an entry's tar stream (its stdin) beside ``directory`` and renames it
+    into place (an entry of that name already there is replaced)."""
+    quoted_dir, quoted_entry = shlex.quote(directory), shlex.quote(entry)
+    incoming = f"{quoted_dir}/{INCOMING}"
+    return (
+        f"set -e; mkdir -p {incoming}; rm -rf {incoming}/{quoted_entry}; tar -C {incoming} -xf -;"
+        f" rm -rf {quoted_dir}/{quoted_entry}; mv {incoming}/{quoted_entry} {quoted_dir}/{quoted_entry}"
+    )
+
+
+def listing_command(directory: str) -> str:
+    """The node's shell command that lists the files of ``directory`` for ``signatures_from_listing``."""
+    return f"mkdir -p {shlex.quote(directory)} && find {shlex.quote(directory)} -mindepth 1 -type f -printf '%P\\t%s\\t%T@\\n'"
+
+
+def remove_command(directory: str, entries: Sequence[str]) -> str:
+    """The node's shell command that removes ``entries`` from ``directory``."""
+    return "rm -rf -- " + " ".join(shlex.quote(f"{directory}/{entry}") for entry in entries)
+
+
+class Node:
+    """One replica node, reached with ``ssh -p <port> <address>`` (the cluster's client configuration does the rest)."""
+
+    def __init__(self, name: str, address: str, port: int) -> None:
+        self.name = name
+        self.ssh = ["ssh", "-p", str(port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "--", address]
+        self.listed = False  # whether its listing was read (what it held before this replicator started)
+        self.held: Dict[str, Signature] = {}
+        self.copied: List[str] = []
+
+    def run(self, command: str, timeout: int, stdin=None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.ssh + [command],
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
+class Replicator:
+    """Copies the complete entries of ``directory`` to ``nodes``, recording each copy in ``log``."""
+
+    def __init__(self, directory: str, nodes: Sequence[Node], log: str) -> None:
+        self.directory = directory
+        self.nodes = list(nodes)
+        self.log = log
+        self.earlier: Dict[str, Signature] = {}
+
+    def scan(self, final: bool = False) -> None:
+        """One pass: what is complete now reaches every node that lacks it; what is gone leaves them. The ``final``
+        pass, after the ranks ended, takes every entry as complete."""
+        now = signatures_from_listing(local_listing(self.directory))
+        complete = now if final else complete_entries(now, self.earlier)
+        self.earlier = now
+        for node in self.nodes:
+            if not node.listed and not self._read_listing(node):
+                continue
+            for entry in to_copy(complete, node.held):
+                self._copy(node, entry, complete[entry])
+            gone = to_remove(now, node.held, node.copied)
+            if gone and node.run(remove_command(self.directory, gone), LIST_TIMEOUT).returncode == 0:
+                for entry in gone:
+                    node.held.pop(entry, None)
+                    node.copied.remove(entry)
+                    self._record({"entry": entry, "node": node.name, "ok": True, "removed": True})
+
+    def _read_listing(self, node: Node) -> bool:
+        try:
+            listed = node.run(listing_command(self.directory), LIST_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return False
+        if listed.returncode != 0:
+            self._record({"node": node.name, "ok": False, "error": listed.stderr.strip()[-300:] or "listing failed"})
+            return False
+        node.held = signatures_from_listing(listed.stdout.splitlines())
+        node.listed = True
+        return True
+
+    def _copy(self, node: Node, entry: str, signature: Signature) -> None:
+        began = time.monotonic()
+        pack = subprocess.Popen(
+            ["tar", "-C", self.directory, "-cf", "-", "--", entry], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            copied = node.run(unpack_command(self.directory, entry), COPY_TIMEOUT, stdin=pack.stdout)
+            ok, error = copied.returncode == 0 and pack.wait(LIST_TIMEOUT) == 0, copied.stderr.strip()[-300:]
+        except subprocess.TimeoutExpired:
+            ok, error = False, f"not copied within {COPY_TIMEOUT} s"
+        finally:
+            if pack.stdout:
+                pack.stdout.close()
+            if pack.poll() is None:
+                pack.kill()
+            pack.wait()
+        if ok:
+            node.held[entry] = signature
+            if entry not in node.copied:
+                node.copied.append(entry)
+        record = {"entry": entry, "node": node.name, "ok": ok, "bytes": signature[0], "mtime": signature[1]}
+        record["seconds"] = round(time.monotonic() - began, 3)
+        if not ok:
+            record["error"] = error or "tar failed"
+        self._record(record)
+
+    def _record(self, record: dict) -> None:
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"time": time.time(), **record}) + "\n")
+
+
+def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Copy the job's complete checkpoints to other nodes of the job.")
+    parser.add_argument("--dir", required=True, help="the job's CHECKPOINT_DIR (the same path on every node)")
+    parser.add_argument(
+        "--node", action="append", nargs=2, metavar=("NAME", "ADDRESS"), default=[], help="a replica node"
+    )
+    parser.add_argument("--port", type=int, required=True, help="the cluster's SSH port")
+    parser.add_argument("--log", required=True, help="where each copy is recorded (JSON lines)")
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between scans")
+    parser.add_argument("--parent", type=int, required=True, help="the launch script's pid: ends when it ends")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str]) -> int:
+    arguments = parse_arguments(argv)
+    os.nice(10)
+    replicator = Replicator(
+        arguments.dir, [Node(name, address, arguments.port) for name, address in arguments.node], arguments.log
+    )
+    # The launch script's end (SIGTERM from its exit, or its pid gone) ends the loop; one last pass copies what the
+    # ranks left.
+    stopping: List[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    while not stopping and _alive(arguments.parent):
+        replicator.scan()
+        _sleep_unless_stopped(arguments.interval, stopping)
+    replicator.scan(final=True)
+    return 0
+
+
+def _sleep_unless_stopped(seconds: float, stopping: List[int]) -> None:
+    """Sleep ``seconds``, less when a stop comes in (``time.sleep`` resumes after a handled signal)."""
+    deadline = time.monotonic() + seconds
+    while not stopping and time.monotonic() < deadline:
+        time.sleep(min(0.2, deadline - time.monotonic()))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
