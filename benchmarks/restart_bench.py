@@ -8,6 +8,9 @@ checkpoint is on disk one fault is injected, on the sim's own containers only:
 - ``stall``: node2's rank frozen with SIGSTOP (the stall watchdog must name it);
 - ``node_stop``: node3's whole node container stopped (the job goes on without it after launcher_node_timeout);
   the node is started and provisioned again afterwards;
+- ``launcher_stop``: node1's whole node container stopped (the launcher node), once node2 holds the replica of the
+  checkpoint: node2 becomes the launcher node and the job resumes there from the newest checkpoint it holds; node1
+  is started and provisioned again afterwards;
 - ``netcut``: node2's traffic on the sim network dropped for 20 s (an iptables DROP rule inside its node
   container, then removed): the job must either not notice or be restarted once, and succeed.
 
@@ -17,7 +20,8 @@ Measured from the fault: when the failure was detected (the restart's ``detected
 wrote its first checkpoint (its first finished epoch; the script prints the epoch line right after writing it).
 Beside it, on the same worker kill, torchrun's own elastic restart (``--nnodes 2:3 --max-restarts 3`` with the
 c10d rendezvous), run by hand the way its documentation describes: one agent per node over the cluster's SSH,
-from a launcher container on node1. Round robin, --repeats times (default 3), medians over this and earlier runs (--fresh: this run's) reported. Writes
+from a launcher container on node1. Round robin, --repeats times (default 3); each fault's medians are over the runs of the newest commit that ran it
+(this run's and earlier runs' of the same commit; --fresh forgets earlier runs). Writes
 benchmarks/results/restart_bench.json and benchmarks/results/restart_bench.md, the section docs/BENCHMARKS.md embeds.
 
     make sim train                      # once: a provisioned sim cluster (inventories/sim)
@@ -66,29 +70,30 @@ def node_exec(node: int, command: str, check: bool = True) -> str:
     return sh("docker", "exec", NODE.format(node), "bash", "-c", command, check=check)
 
 
-def checkpoints(job_name: str) -> dict[str, float]:
-    """The job's checkpoint files on node1 (rank 0 writes them) and their modification times."""
+def checkpoints(job_name: str, node: int = 1) -> dict[str, float]:
+    """The job's checkpoint files on ``node`` (rank 0's: node1, or node2 after the launcher node was lost) and their
+    modification times."""
     pattern = f"{WORKDIR}/checkpoints/{job_name}/*.pt"
     listing = f"import glob, json, os; print(json.dumps({{p: os.stat(p).st_mtime for p in glob.glob({pattern!r})}}))"
-    return json.loads(node_exec(1, f"python3 -c {shlex.quote(listing)}") or "{}")
+    return json.loads(node_exec(node, f"python3 -c {shlex.quote(listing)}") or "{}")
 
 
-def wait_for_checkpoint(job_name: str, epoch: int, timeout: float = 300) -> None:
+def wait_for_checkpoint(job_name: str, epoch: int, timeout: float = 300, node: int = 1) -> None:
     deadline = time.monotonic() + timeout
     path = f"{WORKDIR}/checkpoints/{job_name}/checkpoint-epoch{epoch:03d}.pt"
     while time.monotonic() < deadline:
-        if subprocess.run(["docker", "exec", NODE.format(1), "test", "-e", path], check=False).returncode == 0:
+        if subprocess.run(["docker", "exec", NODE.format(node), "test", "-e", path], check=False).returncode == 0:
             return
         time.sleep(0.3)
     raise TimeoutError(f"no {path} within {timeout} s")
 
 
-def first_checkpoint_after(job_name: str, moment: float, timeout: float = 300) -> tuple[float, int]:
-    """When the first checkpoint written after ``moment`` appeared (the resumed job's first finished epoch), and
-    that epoch."""
+def first_checkpoint_after(job_name: str, moment: float, timeout: float = 300, node: int = 1) -> tuple[float, int]:
+    """When the first checkpoint written on ``node`` after ``moment`` appeared (the resumed job's first finished
+    epoch), and that epoch."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        later = sorted((stamp, path) for path, stamp in checkpoints(job_name).items() if stamp > moment)
+        later = sorted((stamp, path) for path, stamp in checkpoints(job_name, node).items() if stamp > moment)
         if later:
             stamp, path = later[0]
             return stamp, int(path.rsplit("epoch", 1)[1].split(".")[0])
@@ -135,6 +140,10 @@ def stop_node() -> None:
     sh("docker", "stop", "-t", "0", NODE.format(3))
 
 
+def stop_launcher_node() -> None:
+    sh("docker", "stop", "-t", "0", NODE.format(1))
+
+
 NETCUT_SECONDS = 20
 
 
@@ -146,14 +155,14 @@ def cut_network() -> None:
     node_exec(2, f"{add} && (sleep {NETCUT_SECONDS}; {remove}) >/dev/null 2>&1 &")
 
 
-def restore_node() -> None:
-    """Start node3 again and provision it (its Docker engine, sshd and worker; the CNN example stays the code)."""
-    sh("docker", "start", NODE.format(3))
+def restore_node(node: int) -> None:
+    """Start ``node`` again and provision it (its Docker engine, sshd and worker; the CNN example stays the code)."""
+    sh("docker", "start", NODE.format(node))
     time.sleep(2)
     workload = {key: value for key, value in job_vars("").items() if key.startswith("workload_")}
-    if playbook("restore-node3", "playbooks/provision.yml", workload).wait() != 0:
+    if playbook(f"restore-node{node}", "playbooks/provision.yml", workload).wait() != 0:
         raise RuntimeError(
-            "provisioning after the node stop failed; see benchmarks/results/restart_logs/restore-node3.log"
+            f"provisioning after the node stop failed; see benchmarks/results/restart_logs/restore-node{node}.log"
         )
 
 
@@ -161,8 +170,12 @@ FAULTS: dict[str, Callable[[], None]] = {
     "worker_kill": kill_worker,
     "stall": freeze_rank,
     "node_stop": stop_node,
+    "launcher_stop": stop_launcher_node,
     "netcut": cut_network,
 }
+# The node a fault stops, started and provisioned again after the run; the node rank 0 resumes on.
+STOPPED_NODE = {"node_stop": 3, "launcher_stop": 1}
+RESUMED_ON = {"launcher_stop": 2}
 
 
 def product_run(fault: str, repeat: int) -> dict[str, Any]:
@@ -170,20 +183,22 @@ def product_run(fault: str, repeat: int) -> dict[str, Any]:
     job_name = f"bench-restart-{fault.replace('_', '-')}-{repeat}"
     clear_checkpoints(job_name)
     process = playbook(job_name, "playbooks/launch.yml", job_vars(job_name))
-    wait_for_checkpoint(job_name, FAULT_AFTER)
+    resumed_on = RESUMED_ON.get(fault, 1)
+    wait_for_checkpoint(job_name, FAULT_AFTER, node=resumed_on)  # on node2: its replica
     fault_at = time.time()  # when the fault was asked for: the kill lands before the command that sent it returns
     FAULTS[fault]()
     if fault == "netcut":
         time.sleep(NETCUT_SECONDS)  # the first epoch after the cut cannot end before the cut is lifted
-    resumed_epoch_at, resumed_epoch = first_checkpoint_after(job_name, fault_at)
+    resumed_epoch_at, resumed_epoch = first_checkpoint_after(job_name, fault_at, node=resumed_on)
     rc = process.wait(timeout=TIMEOUT_S)
-    if fault == "node_stop":
-        restore_node()
+    if fault in STOPPED_NODE:
+        restore_node(STOPPED_NODE[fault])
     summary = json.loads((RUNS_DIR / job_name / "summary.json").read_text())
     restart = (summary.get("restarts") or [{}])[0]
     return {
         "fault": fault,
         "repeat": repeat,
+        "commit": COMMIT,
         "rc": rc,
         "status": summary["status"],
         "restarts": len(summary.get("restarts") or []),
@@ -296,6 +311,16 @@ def torchrun_elastic_run(repeat: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- report
 
 
+COMMIT = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def newest_runs(results: list[dict[str, Any]], fault: str) -> list[dict[str, Any]]:
+    """The runs of ``fault`` by the newest commit that ran it (runs recorded before commits were: one group)."""
+    runs = [result for result in results if result["fault"] == fault]
+    newest = runs[-1].get("commit") if runs else None
+    return [run for run in runs if run.get("commit") == newest]
+
+
 def median(values: list[float | None]) -> float | None:
     numbers = [value for value in values if value is not None]
     return round(statistics.median(numbers), 1) if numbers else None
@@ -303,11 +328,11 @@ def median(values: list[float | None]) -> float | None:
 
 def report(results: list[dict[str, Any]]) -> str:
     rows = [
-        "| fault | detected (s after the fault) | first epoch after the fault (s, each run) | it was epoch | runs succeeded |",
-        "|---|---|---|---|---|",
+        "| fault | detected (s after the fault) | first epoch after the fault (s, each run) | it was epoch | runs succeeded | commit |",
+        "|---|---|---|---|---|---|",
     ]
     for fault in [*FAULTS, "worker_kill (torchrun elastic)"]:
-        runs = [result for result in results if result["fault"] == fault]
+        runs = newest_runs(results, fault)
         if not runs:
             continue
         succeeded = sum(1 for run in runs if run["status"] == "succeeded")
@@ -316,7 +341,7 @@ def report(results: list[dict[str, Any]]) -> str:
         epochs = ", ".join("none" if run["resumed_epoch"] is None else str(run["resumed_epoch"]) for run in runs)
         rows.append(
             f"| {fault} | {detected if detected is not None else '-'} | {median([run['resumed_epoch_s'] for run in runs])}"
-            f" ({each}) | {epochs} | {succeeded} of {len(runs)} |"
+            f" ({each}) | {epochs} | {succeeded} of {len(runs)} | {runs[0].get('commit') or '-'} |"
         )
     for guarded, label in ((True, "with the rank exit guard"), (False, "before the rank exit guard")):
         healthy = [run for run in results if run["fault"] == "healthy" and bool(run.get("exit_guard")) is guarded]
@@ -335,8 +360,8 @@ def report(results: list[dict[str, Any]]) -> str:
         f"`benchmarks/restart_bench.py` ({when}, this machine: 2 cores): the named CNN job of `examples/cifar_cnn`"
         f" ({EPOCHS} epochs, a checkpoint after each, about 4 s an epoch on 3 ranks), the fault once its"
         f" epoch-{FAULT_AFTER} checkpoint is on disk. Seconds from sending the fault to the restart's `detected_at`"
-        " and to the first checkpoint the resumed job wrote (its first finished epoch), medians over every run"
-        " (each run's figure in brackets). torchrun's own elastic restart (`--nnodes 2:3 --max-restarts 3`, c10d"
+        " and to the first checkpoint the resumed job wrote (its first finished epoch), medians over the runs of the newest"
+        " commit that ran the fault (each run's figure in brackets). torchrun's own elastic restart (`--nnodes 2:3 --max-restarts 3`, c10d"
         " rendezvous, one agent per node over the cluster's SSH) ran on the same worker kill; it restarts the script"
         " from its start (RESUME_FROM is fixed when its agent starts), so its first epoch after the fault is epoch 1."
     )
