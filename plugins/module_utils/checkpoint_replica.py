@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 from stat import S_ISREG
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 # What a script writes before its atomic rename; never copied (checkpoint.yml passes them over too).
 INCOMPLETE_SUFFIXES = (".tmp", ".partial")
@@ -42,6 +42,8 @@ INCOMING = ".replica-incoming"
 # Seconds a copy or a listing may take before it is given up (and tried again at the next scan).
 COPY_TIMEOUT = 1800
 LIST_TIMEOUT = 60
+# The last pass, after the launch script ended: the script waits for it, so its copies get at most this long.
+LAST_PASS_SECONDS = 15
 
 # An entry's signature: its files' total bytes, their newest modification time (whole seconds, as tar keeps it) and
 # their number.
@@ -146,12 +148,14 @@ class Node:
 
     def __init__(self, name: str, address: str, port: int) -> None:
         self.name = name
-        self.ssh = ["ssh", "-p", str(port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "--", address]
+        # A node cut off mid-copy is given up on within 15 s (keepalives), not at the copy's time-out.
+        self.ssh = ["ssh", "-p", str(port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+        self.ssh += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "--", address]
         self.listed = False  # whether its listing was read (what it held before this replicator started)
         self.held: Dict[str, Signature] = {}
         self.copied: List[str] = []
 
-    def run(self, command: str, timeout: int, stdin=None) -> subprocess.CompletedProcess:
+    def run(self, command: str, timeout: float, stdin=None) -> subprocess.CompletedProcess:
         return subprocess.run(
             self.ssh + [command],
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
@@ -170,10 +174,19 @@ class Replicator:
         self.nodes = list(nodes)
         self.log = log
         self.earlier: Dict[str, Signature] = {}
+        self.deadline: Optional[float] = None  # time.monotonic() by which the last pass gives up
+
+    def _timeout(self, seconds: float) -> float:
+        """``seconds``, or what is left of the last pass's time (at least a moment: the call fails at once)."""
+        if self.deadline is None:
+            return seconds
+        return max(0.1, min(seconds, self.deadline - time.monotonic()))
 
     def scan(self, final: bool = False) -> None:
         """One pass: what is complete now reaches every node that lacks it; what is gone leaves them. The ``final``
-        pass, after the ranks ended, takes every entry as complete."""
+        pass, after the ranks ended, takes every entry as complete and ends within LAST_PASS_SECONDS."""
+        if final:
+            self.deadline = time.monotonic() + LAST_PASS_SECONDS
         now = signatures_from_listing(local_listing(self.directory))
         complete = now if final else complete_entries(now, self.earlier)
         self.earlier = now
@@ -183,15 +196,21 @@ class Replicator:
             for entry in to_copy(complete, node.held):
                 self._copy(node, entry, complete[entry])
             gone = to_remove(now, node.held, node.copied)
-            if gone and node.run(remove_command(self.directory, gone), LIST_TIMEOUT).returncode == 0:
+            if gone and self._removed(node, gone):
                 for entry in gone:
                     node.held.pop(entry, None)
                     node.copied.remove(entry)
                     self._record({"entry": entry, "node": node.name, "ok": True, "removed": True})
 
+    def _removed(self, node: Node, entries: Sequence[str]) -> bool:
+        try:
+            return node.run(remove_command(self.directory, entries), self._timeout(LIST_TIMEOUT)).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
     def _read_listing(self, node: Node) -> bool:
         try:
-            listed = node.run(listing_command(self.directory), LIST_TIMEOUT)
+            listed = node.run(listing_command(self.directory), self._timeout(LIST_TIMEOUT))
         except subprocess.TimeoutExpired:
             return False
         if listed.returncode != 0:
@@ -207,10 +226,11 @@ class Replicator:
             ["tar", "-C", self.directory, "-cf", "-", "--", entry], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         try:
-            copied = node.run(unpack_command(self.directory, entry), COPY_TIMEOUT, stdin=pack.stdout)
+            timeout = self._timeout(COPY_TIMEOUT)
+            copied = node.run(unpack_command(self.directory, entry), timeout, stdin=pack.stdout)
             ok, error = copied.returncode == 0 and pack.wait(LIST_TIMEOUT) == 0, copied.stderr.strip()[-300:]
         except subprocess.TimeoutExpired:
-            ok, error = False, f"not copied within {COPY_TIMEOUT} s"
+            ok, error = False, f"not copied within {timeout:.0f} s"
         finally:
             if pack.stdout:
                 pack.stdout.close()
@@ -228,8 +248,12 @@ class Replicator:
         self._record(record)
 
     def _record(self, record: dict) -> None:
-        with open(self.log, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"time": time.time(), **record}) + "\n")
+        line = json.dumps({"time": time.time(), **record})
+        try:
+            with open(self.log, "a", encoding="utf-8") as log:
+                log.write(line + "\n")
+        except OSError as error:  # a full disk must not end the copies: said on stderr (the launch's replicate.log)
+            print(f"{line} (not recorded in {self.log}: {error})", file=sys.stderr, flush=True)
 
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:

@@ -184,7 +184,8 @@ def _replication(spec: LaunchSpec, names: list[str], replication: Replication) -
         "else",
         f'  echo "no python3 on the launcher node: the checkpoints are not replicated" >>"$logs/{REPLICATOR_LOG}"',
         "fi",
-        "# At the exit, after every rank: the replicator's last pass, which copies what the ranks left.",
+        "# At the exit, after every rank: the replicator's last pass, which copies what the ranks left (it bounds",
+        "# its own time: a node cut off does not hold the job's end).",
         "exit_hooks='[ -z \"$replicator\" ] || { kill -TERM \"$replicator\" 2>/dev/null; wait \"$replicator\"; };'\"$exit_hooks\"",
     ]
 

@@ -332,7 +332,10 @@ def test_a_file_and_a_directory_reach_the_node_with_their_bytes_and_times(cluste
     assert list((cluster.replica() / INCOMING).iterdir()) == [], "nothing is left half unpacked"
     calls = cluster.ssh_calls()
     assert calls and all(
-        call.startswith(f"-p {PORT} -o BatchMode=yes -o ConnectTimeout=10 -- 10.0.0.2 ") for call in calls
+        call.startswith(
+            f"-p {PORT} -o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -- 10.0.0.2 "
+        )
+        for call in calls
     )
 
 
@@ -582,3 +585,20 @@ def test_the_program_ends_on_sigterm_with_a_last_pass(cluster: Cluster) -> None:
     assert (code, output) == (0, "")
     assert tree(cluster.replica()) == {"epoch-1.pt": (b"just written", T0)}
     assert {(c["entry"], c["ok"]) for c in cluster.copies()} == {("epoch-1.pt", True)}
+
+
+def test_the_last_pass_gives_up_on_a_node_that_does_not_answer_within_its_time(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A node cut off mid-copy: its copy hangs (an ssh that answers nothing for 30 s, then exits 0). The last pass,
+    # which the launch script waits for, gives the copy up at its own time: the copy is recorded as not made.
+    monkeypatch.setattr(checkpoint_replica, "LAST_PASS_SECONDS", 1)
+    cluster.log.parent.mkdir()
+    replicator = cluster.replicator()
+    replicator.scan()  # the node's listing, read while it answered
+    write(cluster.source / "epoch-1.pt", b"weights", T0)
+    hanging = cluster.root.parent / "bin" / "ssh"
+    hanging.write_text("#!/bin/bash\nexec sleep 30\n")
+    replicator.scan(final=True)
+    assert [(c["entry"], c["ok"]) for c in cluster.copies()] == [("epoch-1.pt", False)]
+    assert cluster.copies()[0]["error"] == "not copied within 1 s"
