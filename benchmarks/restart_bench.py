@@ -40,7 +40,7 @@ import subprocess
 import time
 from typing import Any, Callable
 
-from playbook_runs import ROOT, VENV_BIN
+from playbook_runs import ROOT, VENV_BIN, embed_in_readme
 
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 RESULTS_JSON = RESULTS_DIR / "restart_bench.json"
@@ -403,6 +403,7 @@ def main() -> None:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps({"results": results}, indent=2) + "\n")
     RESULTS_MD.write_text(report(results))
+    embed_in_readme(RESULTS_MD)
     print(RESULTS_MD.read_text())
 
 

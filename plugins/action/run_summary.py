@@ -120,8 +120,9 @@ class ActionModule(ActionBase):
     def _judged(self, args: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], restart.Decision]:
         """This attempt's summary with the restart bookkeeping, and the restart policy's verdict on it."""
         summary = run_summary(args)
-        if not summary["epochs"] and args["node_names"] and args["node_names"][0] in args["lost_nodes"]:
-            # Rank 0's logs were on the lost launcher node: its epochs as the controller followed them.
+        if not summary["epochs"]:
+            # No epoch event in rank 0's collected log (a script that prints its epochs as text, or rank 0's node
+            # lost with its logs): the epochs as the controller followed them live.
             summary["epochs"] = restart.followed_epochs(_json_lines(run_dir / PROGRESS_FILE))
         # Where each checkpoint is now: the launcher node's and its replicas (each node's listing, from collect.yml).
         summary["checkpoints"] = restart.checkpoint_holders(args["checkpoints"], self._replica_copies(run_dir, args))

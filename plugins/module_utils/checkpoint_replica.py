@@ -124,11 +124,12 @@ def to_remove(now: Dict[str, Signature], held: Dict[str, Signature], copied: Seq
 
 def unpack_command(directory: str, entry: str) -> str:
     """The node's shell command that unpacks an entry's tar stream (its stdin) beside ``directory`` and renames it
-    into place (an entry of that name already there is replaced)."""
+    into place (an entry of that name already there is replaced); the unpacking at a lower priority than the ranks
+    there, as the replicator's own side."""
     quoted_dir, quoted_entry = shlex.quote(directory), shlex.quote(entry)
     incoming = f"{quoted_dir}/{INCOMING}"
     return (
-        f"set -e; mkdir -p {incoming}; rm -rf {incoming}/{quoted_entry}; tar -C {incoming} -xf -;"
+        f"set -e; mkdir -p {incoming}; rm -rf {incoming}/{quoted_entry}; nice -n 10 tar -C {incoming} -xf -;"
         f" rm -rf {quoted_dir}/{quoted_entry}; mv {incoming}/{quoted_entry} {quoted_dir}/{quoted_entry}"
     )
 

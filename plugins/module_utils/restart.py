@@ -195,8 +195,8 @@ def merged_epochs(attempts: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[
 
 def followed_epochs(progress: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The epochs of the run's current attempt as the controller followed them live (``progress``: the run's
-    progress.jsonl records, in order; rank 0's epoch records after the last restart record): what a lost launcher
-    node's attempt trained, whose rank logs were never collected."""
+    progress.jsonl records, in order; rank 0's epoch records after the last restart record): for a script that
+    prints its epochs as text, or an attempt whose rank 0 logs were lost with the launcher node."""
     epochs: list[dict[str, Any]] = []
     for record in progress:
         if record.get("kind") == events.RESTART:

@@ -118,7 +118,8 @@ _SSH: dict[str, dict[str, Any]] = {
     "test_accuracy": _key("The script's reported test accuracy, optional.", **_NUMBER_OR_NULL),
     "metrics": _key("The script's last `result` event, optional.", type="object"),
     "epochs": _key(
-        "One entry per epoch the script reported (`epoch`, `loss`, `samples_per_s`), every attempt's.",
+        "One entry per epoch the script reported (`epoch`, `loss`, `samples_per_s`), every attempt's: rank 0's epoch"
+        " events, else the epoch lines the controller followed live.",
         type="array",
         items={"type": "object", "required": ["epoch"]},
     ),
