@@ -214,6 +214,7 @@ NAMED_RULES: dict[str, Rule] = {
     "launcher_max_restarts": _int_in(0, None, "0 (never restart) or how many restarts one job may use"),
     "launcher_stall_timeout": _int_in(0, None, "0 (no stall watchdog) or seconds without progress"),
     "launcher_min_nodes": _int_in(1, None, "at least 1 node"),
+    "launcher_checkpoint_replicas": _int_in(0, None, "0 (no copies) or how many other nodes get each checkpoint"),
     "launcher_env": _environment,
     "oneapi_verify_env": _environment,
     "launcher_kubernetes_resources": kubernetes_job.resources_problem,

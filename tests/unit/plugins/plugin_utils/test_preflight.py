@@ -103,6 +103,7 @@ BAD_VALUES = [
     *[case(port, value, f"{value!r} is not allowed; {PORT_RANGE}") for port in PORTS for value in (0, 70000, -1)],
     *[case(timeout, value, f"{value!r} is not allowed; {SECONDS}") for timeout in TIMEOUTS for value in (0, -5)],
     *[case(count, value, f"{value!r} is not allowed; {COUNT}") for count in COUNTS for value in (0, -1, "many", "")],
+    case("launcher_checkpoint_replicas", -1, "-1 is not allowed; use 0 (no copies) or how many other nodes get each checkpoint"),
     # a variable the roles no longer read, whatever its value
     *[case("cluster_slots", value, RENAMED_HINT.format("launcher_nproc_per_node")) for value in (0, 2)],
     # one name per concept: the roles' aliases of the cluster contract name the input that replaced them
