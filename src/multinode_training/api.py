@@ -415,17 +415,28 @@ def nobody_follows(run_dir: Path) -> bool:
     return follower is None or not process_alive(follower)
 
 
+def current_launcher_node(run_dir: Path) -> str | None:
+    """The launcher node of the job's last attempt, from its handover (the first of its nodes): a restart after the
+    launcher node was lost moved that role; None when the run has no handover yet."""
+    try:
+        hosts = json.loads((run_dir / FOLLOW_STATE).read_text())["handover"]["vars"]["launcher_job_hosts"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return hosts[0] if isinstance(hosts, list) and hosts and isinstance(hosts[0], str) else None
+
+
 def stop_on_launcher_node(run_dir: Path) -> None:
     """Write the job's ``stop`` file on its launcher node (its launch script stops every rank), over the cluster's own
     inventory and configuration as the run recorded them; RuntimeError when the node could not be reached."""
     following = json.loads((run_dir / FOLLOWING_FILE).read_text())
+    launcher_host = current_launcher_node(run_dir) or following["launcher_host"]
     stop_file = f"{following['job_dir'].rstrip('/')}/stop"
     env = runner_env(following.get("ansible_config"))
     with tempfile.TemporaryDirectory(prefix="multinode-stop-") as private:
         runner = ansible_runner.run(
             private_data_dir=private,
             inventory=following["inventory"],
-            host_pattern=following["launcher_host"],
+            host_pattern=launcher_host,
             module="ansible.builtin.file",
             module_args=f"path={stop_file} state=touch mode=0644",
             # How the job's own run reached its nodes (ansible_user, a port given with -e).
@@ -436,7 +447,7 @@ def stop_on_launcher_node(run_dir: Path) -> None:
         )
         if runner.rc != 0:
             raise RuntimeError(
-                f"nobody follows {run_dir.name} and its launcher node {following['launcher_host']} could not be"
+                f"nobody follows {run_dir.name} and its launcher node {launcher_host} could not be"
                 f" reached to stop it (rc {runner.rc}): {runner.stdout.read()[-500:]}"
             )
 

@@ -668,3 +668,13 @@ def test_an_ended_process_not_reaped_yet_is_not_alive() -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_the_launcher_node_of_the_last_attempt_is_the_handovers_first_node(tmp_path: Path) -> None:
+    # A restart moved the launcher node's role to node2 (node1 lost): a stop goes there, not to following.json's node1.
+    assert api.current_launcher_node(tmp_path) is None, "no handover yet"
+    (tmp_path / api.FOLLOW_STATE).write_text(json.dumps({"handover": {"vars": {"launcher_job_hosts": ["node2", "node3"]}}}))
+    assert api.current_launcher_node(tmp_path) == "node2"
+    for broken in ("{", json.dumps({"handover": {}}), json.dumps({"handover": {"vars": {"launcher_job_hosts": []}}})):
+        (tmp_path / api.FOLLOW_STATE).write_text(broken)
+        assert api.current_launcher_node(tmp_path) is None
