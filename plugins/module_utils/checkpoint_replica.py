@@ -254,7 +254,8 @@ class Replicator:
             with open(self.log, "a", encoding="utf-8") as log:
                 log.write(line + "\n")
         except OSError as error:  # a full disk must not end the copies: said on stderr (the launch's replicate.log)
-            print(f"{line} (not recorded in {self.log}: {error})", file=sys.stderr, flush=True)
+            sys.stderr.write(f"{line} (not recorded in {self.log}: {error})\n")
+            sys.stderr.flush()
 
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
@@ -305,4 +306,5 @@ def _alive(pid: int) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # A program of its own on the node (replicate.py), not a module: its status is its exit code.
+    sys.exit(main(sys.argv[1:]))  # pylint: disable=ansible-bad-function

@@ -176,7 +176,7 @@ def _replication(spec: LaunchSpec, names: list[str], replication: Replication) -
     return [
         _comment(
             f"Checkpoint replicas: each complete entry of {replication.directory} is copied to "
-            f"{', '.join(name for name, _ in targets)} in the background; its copies in $logs/{REPLICAS_LOG}."
+            f"{', '.join(name for name, _host in targets)} in the background; its copies in $logs/{REPLICAS_LOG}."
         ),
         "replicator=",
         "if command -v python3 >/dev/null; then",
