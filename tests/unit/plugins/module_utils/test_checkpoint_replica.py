@@ -339,18 +339,11 @@ def test_a_file_and_a_directory_reach_the_node_with_their_bytes_and_times(cluste
     )
 
 
-def test_each_entry_is_copied_once(cluster: Cluster) -> None:
-    # The node's directory is empty at first (the usual case: the first launch).
-    checkpoint(cluster)
-    replicator = cluster.replicator()
-    for _ in range(4):
-        replicator.scan()
-    replicator.scan(final=True)
-    assert [c["entry"] for c in cluster.copies()] == ["step-200", "epoch-1.pt"]
-
-
-def test_each_entry_is_copied_once_to_a_node_that_held_something_already(cluster: Cluster) -> None:
-    write(cluster.replica() / "older.pt", b"from an earlier job", T0 - 100)
+# The node's directory empty at first (the usual case: the first launch), or holding an earlier job's entry.
+@pytest.mark.parametrize("held_before", [False, True], ids=["empty node", "node holding an older entry"])
+def test_each_entry_is_copied_once(cluster: Cluster, held_before: bool) -> None:
+    if held_before:
+        write(cluster.replica() / "older.pt", b"from an earlier job", T0 - 100)
     checkpoint(cluster)
     replicator = cluster.replicator()
     for _ in range(4):
