@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.multinode.training.plugins.module_utils import events, restart, world
+from ansible_collections.multinode.training.plugins.module_utils import events, progress, restart, world
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import REPLICAS_LOG
 from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary
 from ansible_collections.multinode.training.plugins.module_utils.summary_file import SummaryError, write_summary
@@ -123,7 +123,7 @@ class ActionModule(ActionBase):
         if not summary["epochs"]:
             # No epoch event in rank 0's collected log (a script that prints its epochs as text, or rank 0's node
             # lost with its logs): the epochs as the controller followed them live.
-            summary["epochs"] = restart.followed_epochs(_json_lines(run_dir / PROGRESS_FILE))
+            summary["epochs"] = progress.followed_epochs(_json_lines(run_dir / PROGRESS_FILE))
         # Where each checkpoint is now: the launcher node's and its replicas (each node's listing, from collect.yml).
         summary["checkpoints"] = restart.checkpoint_holders(args["checkpoints"], self._replica_copies(run_dir, args))
         restarts = restart.completed(args["restarts"], summary)

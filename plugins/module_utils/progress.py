@@ -21,7 +21,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ansible_collections.multinode.training.plugins.module_utils import events
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
@@ -134,6 +134,10 @@ def process_running(pid_file: str) -> bool | None:
     return True
 
 
+# What an epoch is reported with (the script protocol's epoch event, and summary.json's epochs).
+EPOCH_FIELDS = ("epoch", "loss", "samples_per_s")
+
+
 def epoch_of(text: str) -> dict[str, Any] | None:
     """``{"epoch", "loss", "samples_per_s"}`` when the line reports an epoch, else None.
 
@@ -144,13 +148,26 @@ def epoch_of(text: str) -> dict[str, Any] | None:
     found = parse_events(text)
     if found and found[0].get("event") == events.EPOCH:
         event = found[0]
-        return {key: event.get(key) for key in ("epoch", "loss", "samples_per_s")}
+        return {key: event.get(key) for key in EPOCH_FIELDS}
     epoch, loss = _EPOCH_TEXT.search(text), _LOSS_TEXT.search(text)
     if epoch is None or loss is None:
         return None
     rate = _RATE_TEXT.search(text)
     number = float(epoch.group(1))
     return {"epoch": int(number) if number.is_integer() else number, "loss": float(loss.group(1)), "samples_per_s": float(rate.group(1)) if rate else None}
+
+
+def followed_epochs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The epochs of the run's current attempt as the controller followed them live (``records``: the run's
+    progress.jsonl, in order; rank 0's epoch records after the last restart record): for a script that prints its
+    epochs as text, or an attempt whose rank 0 logs were lost with the launcher node."""
+    epochs: list[dict[str, Any]] = []
+    for record in records:
+        if record.get("kind") == events.RESTART:
+            epochs = []
+        elif record.get("kind") == "epoch" and record.get("rank", 0) == 0 and isinstance(record.get("epoch"), (int, float)):
+            epochs.append({key: record[key] for key in EPOCH_FIELDS if key in record})
+    return epochs
 
 
 def progress_records(chunks: Mapping[str, str]) -> list[dict[str, Any]]:

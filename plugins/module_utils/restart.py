@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ansible_collections.multinode.training.plugins.module_utils import events, run_report
+from ansible_collections.multinode.training.plugins.module_utils import run_report
 
 # The root causes launcher_restart_on restarts by default, and the one more it may name.
 INFRASTRUCTURE_KINDS = (
@@ -191,19 +191,6 @@ def merged_epochs(attempts: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[
             ]
         merged += [dict(epoch) for epoch in epochs]
     return merged
-
-
-def followed_epochs(progress: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The epochs of the run's current attempt as the controller followed them live (``progress``: the run's
-    progress.jsonl records, in order; rank 0's epoch records after the last restart record): for a script that
-    prints its epochs as text, or an attempt whose rank 0 logs were lost with the launcher node."""
-    epochs: list[dict[str, Any]] = []
-    for record in progress:
-        if record.get("kind") == events.RESTART:
-            epochs = []
-        elif record.get("kind") == "epoch" and record.get("rank", 0) == 0 and isinstance(record.get("epoch"), (int, float)):
-            epochs.append({key: record[key] for key in ("epoch", "loss", "samples_per_s") if key in record})
-    return epochs
 
 
 def new_entry(summary: Mapping[str, Any], attempt: int) -> dict[str, Any]:

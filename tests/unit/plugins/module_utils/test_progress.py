@@ -442,3 +442,19 @@ def test_beats_come_in_log_order_among_the_other_rank_records() -> None:
 
 def test_describe_has_no_words_for_a_beat() -> None:
     assert progress.describe({"kind": "beat", "rank": 1, "node": "node2", "state": "T", "cpu_seconds": 12.34}) is None
+
+
+def test_followed_epochs_are_rank_0s_of_the_current_attempt() -> None:
+    records = [
+        {"kind": "epoch", "rank": 0, "epoch": 1, "loss": 0.9, "samples_per_s": 10.0, "node": "node1", "time": 1.0},
+        {"kind": "restart", "attempt": 1, "time": 2.0},
+        {"kind": "epoch", "rank": 0, "epoch": 1, "loss": 0.8, "samples_per_s": 11.0, "node": "node1", "time": 3.0},
+        {"kind": "epoch", "rank": 1, "epoch": 1, "loss": 0.8, "node": "node2", "time": 3.1},
+        {"kind": "straggler", "rank": 1, "time": 3.5},
+        {"kind": "epoch", "rank": 0, "epoch": 2, "loss": 0.7, "samples_per_s": 12.0, "node": "node1", "time": 4.0},
+    ]
+    assert progress.followed_epochs(records) == [
+        {"epoch": 1, "loss": 0.8, "samples_per_s": 11.0},
+        {"epoch": 2, "loss": 0.7, "samples_per_s": 12.0},
+    ]
+    assert progress.followed_epochs([]) == []

@@ -16,7 +16,6 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     checkpoint_holders,
     completed,
     decide,
-    followed_epochs,
     merged_epochs,
     new_entry,
     new_launcher,
@@ -584,18 +583,3 @@ def test_an_attempt_that_trained_no_epoch_keeps_the_history() -> None:
     assert merged_epochs([epochs(1, 2, 3), []]) == epochs(1, 2, 3)
     assert merged_epochs([epochs(1, 2), epochs(3), epochs(4)]) == epochs(1, 2, 3, 4)
 
-
-def test_followed_epochs_are_rank_0s_of_the_current_attempt() -> None:
-    progress = [
-        {"kind": "epoch", "rank": 0, "epoch": 1, "loss": 0.9, "samples_per_s": 10.0, "node": "node1", "time": 1.0},
-        {"kind": "restart", "attempt": 1, "time": 2.0},
-        {"kind": "epoch", "rank": 0, "epoch": 1, "loss": 0.8, "samples_per_s": 11.0, "node": "node1", "time": 3.0},
-        {"kind": "epoch", "rank": 1, "epoch": 1, "loss": 0.8, "node": "node2", "time": 3.1},
-        {"kind": "straggler", "rank": 1, "time": 3.5},
-        {"kind": "epoch", "rank": 0, "epoch": 2, "loss": 0.7, "samples_per_s": 12.0, "node": "node1", "time": 4.0},
-    ]
-    assert followed_epochs(progress) == [
-        {"epoch": 1, "loss": 0.8, "samples_per_s": 11.0},
-        {"epoch": 2, "loss": 0.7, "samples_per_s": 12.0},
-    ]
-    assert followed_epochs([]) == []
