@@ -16,8 +16,10 @@ checkpoint is on disk one fault is injected, on the sim's own containers only:
 
 ``healthy`` runs the same job without a fault (--healthy-runs times, default 10): none may restart (no false alarm).
 
-Measured from the fault: when the failure was detected (the restart's ``detected_at``), and when the resumed job
-wrote its first checkpoint (its first finished epoch; the script prints the epoch line right after writing it).
+Measured from the fault: when the failure was detected (the restart's ``detected_at``), when the resumed job trained
+its first step (the ``step`` record progress.jsonl keeps for each attempt; for torchrun, the first "epoch 1 step 1/"
+line in its agents' logs) and when it wrote its first checkpoint (its first finished epoch; the script prints the
+epoch line right after writing it).
 Beside it, on the same worker kill, torchrun's own elastic restart (``--nnodes 2:3 --max-restarts 3`` with the
 c10d rendezvous), run by hand the way its documentation describes: one agent per node over the cluster's SSH,
 from a launcher container on node1. Round robin, --repeats times (default 3); each fault's medians are over the runs of the newest commit that ran it
@@ -99,6 +101,32 @@ def first_checkpoint_after(job_name: str, moment: float, timeout: float = 300, n
             return stamp, int(path.rsplit("epoch", 1)[1].split(".")[0])
         time.sleep(0.5)
     raise TimeoutError(f"no checkpoint of {job_name} after the fault within {timeout} s")
+
+
+def first_step_after(job_name: str, moment: float) -> float | None:
+    """Seconds from ``moment`` to the first training step the controller recorded after it (progress.jsonl's
+    ``step`` record: each attempt's first, as the follower saw it, at most its poll period late)."""
+    lines = (RUNS_DIR / job_name / "progress.jsonl").read_text().splitlines()
+    times = [
+        record["time"] for record in map(json.loads, lines) if record.get("kind") == "step" and record["time"] > moment
+    ]
+    return round(min(times) - moment, 1) if times else None
+
+
+def torchrun_first_step_after(base: str, moment: float, seen: int, timeout: float = 240) -> float | None:
+    """Seconds from ``moment`` until the agents' logs under ``base`` (on node1) hold more than ``seen`` lines of the
+    first step of epoch 1 (torchrun's restarted script starts over at epoch 1); None when none comes in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if torchrun_first_steps(base) > seen:
+            return round(time.time() - moment, 1)
+        time.sleep(0.3)
+    return None
+
+
+def torchrun_first_steps(base: str) -> int:
+    """How many times rank 0 printed the first step of epoch 1 in the agents' logs under ``base``."""
+    return int(node_exec(1, f"cat {base}/*.log 2>/dev/null | grep -c '^epoch 1 step 1/'", check=False).strip() or 0)
 
 
 def playbook(name: str, playbook_path: str, extra_vars: dict[str, Any]) -> subprocess.Popen[bytes]:
@@ -207,6 +235,7 @@ def product_run(fault: str, repeat: int) -> dict[str, Any]:
         "detected_s": round(float(restart["detected_at"]) - fault_at, 1) if restart.get("detected_at") else None,
         "resumed_epoch_s": round(resumed_epoch_at - fault_at, 1),
         "resumed_epoch": resumed_epoch,
+        "first_step_s": first_step_after(job_name, fault_at),
     }
 
 
@@ -280,12 +309,15 @@ def torchrun_elastic_run(repeat: int) -> dict[str, Any]:
         stderr=subprocess.DEVNULL,
     )
     wait_for_checkpoint(job_name, FAULT_AFTER)
+    steps_before = torchrun_first_steps(base)
     fault_at = time.time()
     kill_worker()
     resumed_epoch_s: float | None = None
     resumed_epoch: int | None = None
+    first_step_s: float | None = None
     rc: int | None = None
     try:
+        first_step_s = torchrun_first_step_after(base, fault_at, steps_before)
         resumed_at, resumed_epoch = first_checkpoint_after(job_name, fault_at, timeout=240)
         resumed_epoch_s = round(resumed_at - fault_at, 1)
         rc = launcher.wait(timeout=TIMEOUT_S)
@@ -305,13 +337,16 @@ def torchrun_elastic_run(repeat: int) -> dict[str, Any]:
         "status": "succeeded" if rc == 0 else "failed",
         "resumed_epoch_s": resumed_epoch_s,
         "resumed_epoch": resumed_epoch,
+        "first_step_s": first_step_s,
     }
 
 
 # ---------------------------------------------------------------- report
 
 
-COMMIT = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+COMMIT = subprocess.run(
+    ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+).stdout.strip()
 
 
 def newest_runs(results: list[dict[str, Any]], fault: str) -> list[dict[str, Any]]:
@@ -326,10 +361,15 @@ def median(values: list[float | None]) -> float | None:
     return round(statistics.median(numbers), 1) if numbers else None
 
 
+def each_of(values: list[Any]) -> str:
+    """Each run's figure, in order ("none" where it has none)."""
+    return ", ".join("none" if value is None else str(value) for value in values)
+
+
 def report(results: list[dict[str, Any]]) -> str:
     rows = [
-        "| fault | detected (s after the fault) | first epoch after the fault (s, each run) | it was epoch | runs succeeded | commit |",
-        "|---|---|---|---|---|---|",
+        "| fault | detected (s after the fault) | first step after the fault (s, each run) | first epoch after the fault (s, each run) | it was epoch | runs succeeded | commit |",
+        "|---|---|---|---|---|---|---|",
     ]
     for fault in [*FAULTS, "worker_kill (torchrun elastic)"]:
         runs = newest_runs(results, fault)
@@ -337,11 +377,12 @@ def report(results: list[dict[str, Any]]) -> str:
             continue
         succeeded = sum(1 for run in runs if run["status"] == "succeeded")
         detected = median([run.get("detected_s") for run in runs])
-        each = ", ".join("none" if run["resumed_epoch_s"] is None else str(run["resumed_epoch_s"]) for run in runs)
-        epochs = ", ".join("none" if run["resumed_epoch"] is None else str(run["resumed_epoch"]) for run in runs)
+        steps = [run.get("first_step_s") for run in runs]
         rows.append(
-            f"| {fault} | {detected if detected is not None else '-'} | {median([run['resumed_epoch_s'] for run in runs])}"
-            f" ({each}) | {epochs} | {succeeded} of {len(runs)} | {runs[0].get('commit') or '-'} |"
+            f"| {fault} | {detected if detected is not None else '-'}"
+            f" | {median(steps) if any(steps) else '-'} ({each_of(steps)})"
+            f" | {median([run['resumed_epoch_s'] for run in runs])} ({each_of([run['resumed_epoch_s'] for run in runs])})"
+            f" | {each_of([run['resumed_epoch'] for run in runs])} | {succeeded} of {len(runs)} | {runs[0].get('commit') or '-'} |"
         )
     for guarded, label in ((True, "with the rank exit guard"), (False, "before the rank exit guard")):
         healthy = [run for run in results if run["fault"] == "healthy" and bool(run.get("exit_guard")) is guarded]
@@ -360,7 +401,9 @@ def report(results: list[dict[str, Any]]) -> str:
         f"`benchmarks/restart_bench.py` ({when}, this machine: 2 cores): the named CNN job of `examples/cifar_cnn`"
         f" ({EPOCHS} epochs, a checkpoint after each, about 4 s an epoch on 3 ranks), the fault once its"
         f" epoch-{FAULT_AFTER} checkpoint is on disk. Seconds from sending the fault to the restart's `detected_at`"
-        " and to the first checkpoint the resumed job wrote (its first finished epoch), medians over the runs of the newest"
+        " to the first training step the controller recorded after it (the example prints each epoch's first step and"
+        " every 20th; `progress.jsonl` keeps each attempt's first, at most its 1-s poll late), and to the first"
+        " checkpoint the resumed job wrote (its first finished epoch), medians over the runs of the newest"
         " commit that ran the fault (each run's figure in brackets). torchrun's own elastic restart (`--nnodes 2:3 --max-restarts 3`, c10d"
         " rendezvous, one agent per node over the cluster's SSH) ran on the same worker kill; it restarts the script"
         " from its start (RESUME_FROM is fixed when its agent starts), so its first epoch after the fault is epoch 1."

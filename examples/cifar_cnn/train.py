@@ -49,6 +49,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=32, help="per rank")
     parser.add_argument("--lr", type=float, default=0.002, help="Adam learning rate")
+    parser.add_argument("--log-every", type=int, default=20, help="rank 0 prints every this many steps (and the first)")
     args = parser.parse_args()
     if args.data_dir is None:
         parser.error("give --data-dir or set DATA_DIR")
@@ -108,16 +109,21 @@ def train_one_epoch(
     loader: DataLoader,
     optimizer: torch.optim.Optimizer,
     loss_fn: nn.Module,
+    epoch: int,
+    log_every: int,
 ) -> float:
-    """Train on this rank's shard; return the mean loss over all ranks."""
+    """Train on this rank's shard; return the mean loss over all ranks. Rank 0 prints the
+    epoch's first step and every ``log_every``-th."""
     model.train()
     total = torch.zeros(2)
-    for images, labels in loader:
+    for step, (images, labels) in enumerate(loader, start=1):
         optimizer.zero_grad()
         loss = loss_fn(model(images), labels)
         loss.backward()
         optimizer.step()
         total += torch.tensor([loss.item() * len(labels), len(labels)])
+        if dist.get_rank() == 0 and (step == 1 or step % log_every == 0):
+            print(f"epoch {epoch} step {step}/{len(loader)} loss {loss.item():.4f}", flush=True)
     dist.all_reduce(total)
     return (total[0] / total[1]).item()
 
@@ -194,7 +200,7 @@ def main() -> None:
     for epoch in range(start_epoch, args.epochs + 1):
         sampler.set_epoch(epoch)
         started = time.perf_counter()
-        loss = train_one_epoch(ddp_model, loader, optimizer, loss_fn)
+        loss = train_one_epoch(ddp_model, loader, optimizer, loss_fn, epoch, args.log_every)
         elapsed = time.perf_counter() - started
         if rank == 0:
             save_checkpoint(checkpoint_dir, epoch, model, optimizer)

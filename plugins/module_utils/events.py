@@ -57,7 +57,10 @@ BEAT_SECONDS = 5
 STACK_DUMP = "stack-rank-{rank}.txt"
 
 # The optional protocol of training scripts: {"event": "epoch", "epoch": 3, "loss": 0.4, "samples_per_s": 812.5}
-# from rank 0 after each epoch, and {"event": "result", "test_accuracy": 0.96, ...} once at the end (every
-# key but "event" and "time" is kept as a metric). "joined" and "done" are accepted and ignored.
+# from rank 0 after each epoch, {"event": "step", "epoch": 3, "step": 1, "loss": 2.3} for a training step (at
+# least the first of each launch: the controller keeps the first of each attempt, the moment a restarted job trains
+# again), and {"event": "result", "test_accuracy": 0.96, ...} once at the end (every key but "event" and "time" is
+# kept as a metric). "joined" and "done" are accepted and ignored.
 EPOCH = "epoch"
+STEP = "step"
 RESULT = "result"

@@ -9,7 +9,8 @@ the launch script's events (``launcher.log``). :func:`read_new_text` returns wha
 since the last look (on the node, by the job_status module); :func:`progress_records` turns it
 into records (on the controller, by the job_wait action): a rank started or ended, an epoch of a rank
 (from the JSON ``epoch`` event of the optional script protocol, or from a printed line that
-names an epoch and a loss), a node's agent exited, the job aborted, cancelled or ended.
+names an epoch and a loss), a training step (the ``step`` event, or a printed line naming a step inside an
+epoch), a node's agent exited, the job aborted, cancelled or ended.
 
 Pure Python (no Ansible imports) so it runs on managed nodes and in plain unit tests.
 """
@@ -35,6 +36,11 @@ RANK_LINE = re.compile(r"\[rank (\d+) ([A-Za-z0-9_.:@+-]+)\] (.*)")
 _RELAY_LABEL = re.compile("|".join(f"(?:{launcher.output_label})" for launcher in REGISTRY.values() if launcher.output_label))
 # A printed epoch: "epoch 3", "Epoch: 3/10", "epoch=3"; its loss and throughput when the line gives them.
 _EPOCH_TEXT = re.compile(r"\bepoch\b['\"]?\s*[:=#]?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+# A position inside the epoch a line names, which makes it a training step rather than the epoch's end: a word
+# ("step 50", "batch: 12", "iter=300") or the bracket right after the epoch's number ("Train Epoch: 1 [640/60000
+# (1%)]", as PyTorch's MNIST example prints every few batches).
+_STEP_WORD = re.compile(r"\b(?:step|batch|iter|iteration)\b['\"]?\s*[:=#]?\s*(\d+)", re.IGNORECASE)
+_STEP_BRACKET = re.compile(r"\s*\[\s*(\d+)\s*/\s*\d+")
 _LOSS_TEXT = re.compile(r"\bloss\b['\"]?\s*[:=]?\s*([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", re.IGNORECASE)
 _RATE_TEXT = re.compile(r"(\d+(?:\.\d*)?)\s*(?:samples|images|img|it)\s*/\s*s(?:ec)?\b", re.IGNORECASE)
 # The rank wrapper's last line: events.RANK_ENDED and the rank's exit code.
@@ -134,8 +140,9 @@ def process_running(pid_file: str) -> bool | None:
     return True
 
 
-# What an epoch is reported with (the script protocol's epoch event, and summary.json's epochs).
+# What an epoch is reported with (the script protocol's epoch event, and summary.json's epochs); what a step is.
 EPOCH_FIELDS = ("epoch", "loss", "samples_per_s")
+STEP_FIELDS = ("epoch", "step", "loss")
 
 
 def epoch_of(text: str) -> dict[str, Any] | None:
@@ -143,18 +150,53 @@ def epoch_of(text: str) -> dict[str, Any] | None:
 
     The script protocol's JSON ``epoch`` event is taken as it is; otherwise a line that names an
     epoch number and a loss (``epoch 3 loss 0.41``, ``Epoch: 3/10 ... Loss=0.41``, ``{'loss': 0.41, 'epoch': 0.5}``) counts, with
-    its samples/s (or images/s, it/s) when it gives one.
+    its samples/s (or images/s, it/s) when it gives one, unless it names a step inside the epoch (:func:`step_of`).
     """
-    found = parse_events(text)
-    if found and found[0].get("event") == events.EPOCH:
-        event = found[0]
-        return {key: event.get(key) for key in EPOCH_FIELDS}
+    event = _protocol_event(text)
+    if event is not None:
+        return {key: event.get(key) for key in EPOCH_FIELDS} if event.get("event") == events.EPOCH else None
     epoch, loss = _EPOCH_TEXT.search(text), _LOSS_TEXT.search(text)
-    if epoch is None or loss is None:
+    if epoch is None or loss is None or _step_in(text, epoch) is not None:
         return None
     rate = _RATE_TEXT.search(text)
-    number = float(epoch.group(1))
-    return {"epoch": int(number) if number.is_integer() else number, "loss": float(loss.group(1)), "samples_per_s": float(rate.group(1)) if rate else None}
+    return {"epoch": _number(epoch.group(1)), "loss": float(loss.group(1)), "samples_per_s": float(rate.group(1)) if rate else None}
+
+
+def step_of(text: str) -> dict[str, Any] | None:
+    """``{"epoch", "step", "loss"}`` when the line reports a training step, else None: the script protocol's JSON
+    ``step`` event, or a printed line that names an epoch and a position inside it (``epoch 3 step 50 loss 0.4``,
+    ``Train Epoch: 1 [640/60000 (1%)] Loss: 0.30``), or a step and a loss (``step 50 loss 0.4``); its loss when it
+    gives one."""
+    event = _protocol_event(text)
+    if event is not None:
+        return {key: event.get(key) for key in STEP_FIELDS} if event.get("event") == events.STEP else None
+    epoch, loss = _EPOCH_TEXT.search(text), _LOSS_TEXT.search(text)
+    if epoch is not None:
+        step = _step_in(text, epoch)
+    else:  # a loop without epochs: a step and its loss
+        word = _STEP_WORD.search(text)
+        step = int(word.group(1)) if word is not None and loss is not None else None
+    if step is None:
+        return None
+    return {"epoch": None if epoch is None else _number(epoch.group(1)), "step": step, "loss": float(loss.group(1)) if loss else None}
+
+
+def _protocol_event(text: str) -> dict[str, Any] | None:
+    """The line's JSON ``epoch`` or ``step`` event of the script protocol, if it holds one (a JSON line of another
+    event is read as text)."""
+    found = parse_events(text)
+    return found[0] if found and found[0].get("event") in (events.EPOCH, events.STEP) else None
+
+
+def _step_in(text: str, epoch: re.Match[str]) -> int | None:
+    """The step a line whose epoch ``epoch`` matched names inside that epoch, if any."""
+    found = _STEP_BRACKET.match(text, epoch.end()) or _STEP_WORD.search(text)
+    return None if found is None else int(found.group(1))
+
+
+def _number(text: str) -> int | float:
+    number = float(text)
+    return int(number) if number.is_integer() else number
 
 
 def followed_epochs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -213,6 +255,9 @@ def _rank_records(line: str) -> list[dict[str, Any]]:
              "busy_percent": busy}
         ]
     output = {"kind": "output", "rank": rank, "node": node, "text": text}
+    step = step_of(text)
+    if step is not None:
+        return [output, {"kind": "step", "rank": rank, "node": node, **step}]
     epoch = epoch_of(text)
     return [output] if epoch is None else [output, {"kind": "epoch", "rank": rank, "node": node, **epoch}]
 
@@ -226,6 +271,9 @@ def describe(record: Mapping[str, Any]) -> str | None:
             parts.append(f"{record['samples_per_s']:.1f} samples/s")
         details = ", ".join(part for part in parts if part)
         return f"rank {record['rank']} ({record['node']}) epoch {record['epoch']}" + (f": {details}" if details else "")
+    if kind == "step":
+        loss = f", loss {record['loss']:.4g}" if isinstance(record.get("loss"), (int, float)) else ""
+        return f"rank {record['rank']} ({record['node']}) training: epoch {record.get('epoch')} step {record.get('step')}{loss}"
     if kind == "ended":
         return f"rank {record['rank']} ({record['node']}) exited {record['code']}"
     if kind == events.NODE_EXIT:

@@ -114,6 +114,9 @@ class Follower:
     exit_codes: dict[int, int] = field(default_factory=dict)  # the ranks that ended so far
     launcher_exit_code: int | None = None
     epochs: int = 0
+    # The attempt's first training step was seen: progress.jsonl and the live view keep that one (when the job trains
+    # again after a restart); later steps are the rank's output like any line.
+    stepped: bool = False
     last_output: str = ""
     shown_at: float = field(default_factory=time.monotonic)
     began: float = field(default_factory=time.monotonic)
@@ -121,7 +124,9 @@ class Follower:
     def feed(self, chunks: Mapping[str, str], now: float | None = None) -> list[str]:
         """Take one job_status result's new text; the lines to show now."""
         now = time.monotonic() if now is None else now
-        records = progress.progress_records({name: masked_text(text, self.secret_values) for name, text in chunks.items()})
+        records = self._first_step_only(
+            progress.progress_records({name: masked_text(text, self.secret_values) for name, text in chunks.items()})
+        )
         self.watchdog.observe(records, now)
         self._append([record for record in records if record["kind"] != "beat"])
         shown = [line for line in map(self._line, records) if line]
@@ -163,6 +168,17 @@ class Follower:
         elif kind == events.LAUNCHER_EXIT and isinstance(record.get("code"), int):
             self.launcher_exit_code = int(record["code"])
         return progress.describe(record)
+
+    def _first_step_only(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``records`` without the step records after the attempt's first."""
+        kept = []
+        for record in records:
+            if record["kind"] == "step":
+                if self.stepped:
+                    continue
+                self.stepped = True
+            kept.append(record)
+        return kept
 
     def _keep_straggler(self, record: dict[str, Any]) -> str:
         """Add a straggler to the run's records (progress.jsonl, live.log, stragglers.json); its line to show."""

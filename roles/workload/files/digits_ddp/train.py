@@ -6,8 +6,9 @@ every rank gets from the collection, whatever the launcher: RANK, WORLD_SIZE, LO
 MASTER_ADDR, MASTER_PORT (env:// rendezvous), OUTPUT_DIR, CHECKPOINT_DIR and RESUME_FROM.
 Without them it runs as a single process (rank 0 of 1) on 127.0.0.1.
 
-It also prints the optional progress events, one JSON object per line on stdout: "epoch"
-(rank 0, after each epoch: epoch, loss, samples_per_s) and "result" (rank 0, at the end:
+It also prints the optional progress events, one JSON object per line on stdout: "step"
+(rank 0, each epoch's first step: epoch, step, loss), "epoch" (rank 0, after each epoch: epoch, loss,
+samples_per_s) and "result" (rank 0, at the end:
 test_accuracy, epochs, world_size). Rank 0 writes ``model.pt`` to OUTPUT_DIR and
 ``checkpoint-epochNNN.pt`` to CHECKPOINT_DIR after every epoch; given RESUME_FROM, every rank
 loads that checkpoint and training continues at the next epoch.
@@ -138,18 +139,23 @@ def train_epoch(
     loader: DataLoader,
     optimizer: torch.optim.Optimizer,
     loss_fn: nn.Module,
+    epoch: int,
+    is_main: bool,
 ) -> tuple[float, int]:
-    """One pass over this rank's shard; returns (sum of sample losses, sample count)."""
+    """One pass over this rank's shard; returns (sum of sample losses, sample count). The main rank reports the
+    epoch's first step ("step" event)."""
     model.train()
     loss_sum = 0.0
     count = 0
-    for inputs, targets in loader:
+    for step, (inputs, targets) in enumerate(loader, start=1):
         optimizer.zero_grad()
         loss = loss_fn(model(inputs), targets)
         loss.backward()
         optimizer.step()
         loss_sum += loss.item() * len(targets)
         count += len(targets)
+        if is_main and step == 1:
+            emit("step", epoch=epoch, step=step, loss=loss.item())
     return loss_sum, count
 
 
@@ -222,7 +228,7 @@ def run(args: argparse.Namespace, denv: DistEnv) -> None:
     for epoch in range(first_epoch, args.epochs + 1):
         sampler.set_epoch(epoch)
         started = time.perf_counter()
-        loss_sum, count = train_epoch(ddp_model, loader, optimizer, loss_fn)
+        loss_sum, count = train_epoch(ddp_model, loader, optimizer, loss_fn, epoch, is_main)
         mean_loss, total = global_mean_loss(loss_sum, count)
         elapsed = time.perf_counter() - started
         if is_main:

@@ -152,12 +152,14 @@ def test_a_json_event_of_another_kind_is_no_epoch() -> None:
     ("line", "expected"),
     [
         ("epoch 3 loss 0.41", {"epoch": 3, "loss": 0.41, "samples_per_s": None}),
-        ("Epoch: 3/10 step 50 Loss=0.41 1234.5 samples/s", {"epoch": 3, "loss": 0.41, "samples_per_s": 1234.5}),
+        ("Epoch: 3/10 Loss=0.41 1234.5 samples/s", {"epoch": 3, "loss": 0.41, "samples_per_s": 1234.5}),
         ("[epoch 2] train loss: 1.2e-3", {"epoch": 2, "loss": 0.0012, "samples_per_s": None}),
         ("epoch=7 loss=-0.5 812 images/s", {"epoch": 7, "loss": -0.5, "samples_per_s": 812.0}),
         ("EPOCH #1 LOSS 2 3.5 it/s", {"epoch": 1, "loss": 2.0, "samples_per_s": 3.5}),
         ("epoch 1.5 loss 0.3", {"epoch": 1.5, "loss": 0.3, "samples_per_s": None}),
         ("{'loss': 0.41, 'learning_rate': 5e-05, 'epoch': 0.5}", {"epoch": 0.5, "loss": 0.41, "samples_per_s": None}),
+        # A JSON line of the script's own (not the protocol's epoch or step event) is read as text.
+        ('{"event": "train", "epoch": 2, "loss": 0.5}', {"epoch": 2, "loss": 0.5, "samples_per_s": None}),
     ],
 )
 def test_a_printed_line_naming_epoch_and_loss_counts(line: str, expected: dict) -> None:
@@ -178,6 +180,44 @@ def test_a_printed_line_naming_epoch_and_loss_counts(line: str, expected: dict) 
 )
 def test_lines_without_both_an_epoch_and_a_loss_do_not_count(line: str) -> None:
     assert progress.epoch_of(line) is None
+
+
+# step_of
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('{"event": "step", "epoch": 3, "step": 1, "loss": 2.3}', {"epoch": 3, "step": 1, "loss": 2.3}),
+        ('{"event": "step", "step": 7}', {"epoch": None, "step": 7, "loss": None}),
+        ("epoch 3 step 1/47 loss 2.3012", {"epoch": 3, "step": 1, "loss": 2.3012}),
+        ("Epoch: 3/10 step 50 Loss=0.41 1234.5 samples/s", {"epoch": 3, "step": 50, "loss": 0.41}),
+        # PyTorch's MNIST example, every few batches (its position counts samples).
+        ("Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.301", {"epoch": 1, "step": 640, "loss": 0.301}),
+        ("epoch=2 iter=300", {"epoch": 2, "step": 300, "loss": None}),
+        ("[epoch 4] batch: 12 loss 1e-2", {"epoch": 4, "step": 12, "loss": 0.01}),
+        # A loop without epochs.
+        ("step 50 loss 0.4", {"epoch": None, "step": 50, "loss": 0.4}),
+    ],
+)
+def test_a_line_naming_a_step_inside_an_epoch_is_a_step_not_the_epoch_s_end(line: str, expected: dict) -> None:
+    assert progress.step_of(line) == expected
+    assert progress.epoch_of(line) is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "epoch 3 loss 0.41",
+        "Epoch: 3/10 Loss=0.41",
+        "step 50",
+        "epoch 3 loss 0.41 (120 steps)",
+        '{"event": "epoch", "epoch": 3, "step": 4}',
+        '{"event": "result", "steps": 9}',
+    ],
+)
+def test_lines_without_an_epoch_and_a_step_inside_it_are_no_step(line: str) -> None:
+    assert progress.step_of(line) is None
 
 
 # progress_records

@@ -69,6 +69,19 @@ def test_epoch_lines_are_shown_and_counted(follower: Follower) -> None:
     assert follower.epochs == 2
 
 
+def test_the_first_step_of_the_attempt_is_shown_and_kept_later_steps_are_output(follower: Follower, tmp_path: Path) -> None:
+    first = follower.feed({"node1.log": "[rank 0 node1] epoch 3 step 1/40 loss 2.3012\n"}, now=1.0)
+    later = follower.feed(
+        {"node1.log": "[rank 0 node1] epoch 3 step 20/40 loss 1.9\n" + json.dumps({"event": "step", "step": 21}) + "\n"},
+        now=2.0,
+    )
+
+    assert first == ["rank 0 (node1) training: epoch 3 step 1, loss 2.301"]
+    assert later == []
+    kept = [json.loads(line) for line in (tmp_path / PROGRESS_FILE).read_text().splitlines()]
+    assert [(record["kind"], record["step"]) for record in kept] == [("step", 1)]
+
+
 def test_launcher_events_are_shown_in_words(follower: Follower) -> None:
     text = launcher("node_exit", node="node2", code=1, after_abort=False) + launcher("abort", reason="node node2 exited 1")
 
