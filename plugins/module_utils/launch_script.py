@@ -179,6 +179,7 @@ def _replication(spec: LaunchSpec, names: list[str], replication: Replication) -
             f"{', '.join(name for name, _host in targets)} in the background; its copies in $logs/{REPLICAS_LOG}."
         ),
         "replicator=",
+        "# shellcheck disable=SC2034 # read by the exit hook below (single-quoted: the EXIT trap evals it)",
         "if command -v python3 >/dev/null; then",
         f'  {start} >>"$logs/{REPLICATOR_LOG}" 2>&1 </dev/null & replicator=$!',
         "else",
@@ -383,18 +384,7 @@ def _slurm_body(argvs: list[list[str]], job_dir: str, work_dir: str, names: list
     node, first in slurm.conf). ``sbatch --wait`` exits with the job's exit code.
     """
     batch = posixpath.join(job_dir, "slurm.sbatch")
-    arms = [f"  {name}) exec {shlex.join(argv)} ;;" for name, argv in zip(names, argvs)]
-    # Run by every task on its own node: sbatch sends the batch script to the batch host, srun the words to the nodes.
-    node_script = "\n".join(
-        [
-            f"cd {shlex.quote(work_dir)} || exit",
-            'case "$SLURMD_NODENAME" in',
-            *arms,
-            '  *) echo "node $SLURMD_NODENAME is not a node of this job" >&2; exit 2 ;;',
-            "esac",
-        ]
-    )
-    batch_lines = ["#!/bin/bash", f"exec srun --kill-on-bad-exit=1 bash -c {shlex.quote(node_script)}"]
+    batch_lines = slurm_batch_lines(slurm_node_script(argvs, work_dir, names))
     # The job's options on sbatch's command line, each one quoted word: an #SBATCH line would end at a newline.
     sbatch = [
         "sbatch",
@@ -428,6 +418,27 @@ def _slurm_body(argvs: list[list[str]], job_dir: str, work_dir: str, names: list
         _event(events.LAUNCHER_EXIT, _CODE_FIELD),
         'exit "$code"',
     ]
+
+
+def slurm_node_script(argvs: list[list[str]], work_dir: str, names: list[str]) -> str:
+    """What every Slurm task runs on its own node (``bash -c``): the agent of the node ``$SLURMD_NODENAME`` names,
+    ``argvs`` being the nodes' agents in the order of ``names``."""
+    arms = [f"  {name}) exec {shlex.join(argv)} ;;" for name, argv in zip(names, argvs)]
+    return "\n".join(
+        [
+            f"cd {shlex.quote(work_dir)} || exit",
+            'case "$SLURMD_NODENAME" in',
+            *arms,
+            '  *) echo "node $SLURMD_NODENAME is not a node of this job" >&2; exit 2 ;;',
+            "esac",
+        ]
+    )
+
+
+def slurm_batch_lines(node_script: str) -> list[str]:
+    """The lines of the batch script (``slurm.sbatch``): sbatch sends it to the batch host, and its srun
+    ``node_script`` to every node, one task each."""
+    return ["#!/bin/bash", f"exec srun --kill-on-bad-exit=1 bash -c {shlex.quote(node_script)}"]
 
 
 def _write_file(path: str, lines: list[str]) -> str:

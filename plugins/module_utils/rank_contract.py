@@ -312,23 +312,27 @@ def _watcher(stack_dump_after: int) -> list[str]:
     (``/proc/<pid>/schedstat``), in percent. A rank the others wait for in every step is busy all the time; those
     waiting for it are not: the straggler watch's input (stragglers.py).
     """
+    dumps = stack_dump_after > 0
     lines = [
         "# Every few seconds the rank's state and CPU seconds (it and every process under it) on the launcher's stream:",
-        "# the stall watchdog's input. Without progress (output or CPU) for a while, its Python stacks go to logs/.",
+        "# the stall watchdog's input.",
+        *(["# Without progress (output or CPU) for a while, its Python stacks go to logs/."] if dumps else []),
         "watch_rank() {",
-        "  local tick file stat pid up fields state total busy idle=0 dumped=false last_total=-1 last_size=-1 size",
-        "  local top top_ticks ran waited now busy_pct last_top= last_sched=0 last_now=0 nap=",
+        "  local tick file stat pid up fields state total top top_ticks ran waited now busy_pct",
+        "  local last_top='' last_sched=0 last_now=0 nap=''",
+        *(["  local busy size idle=0 dumped=false last_total=-1 last_size=-1"] if dumps else []),
         "  local -A parent ticks",
         "  # Stopped at the rank's end, the watcher takes its nap with it: a sleep left behind would hold what the wrapper",
         "  # inherited (mpiexec's PMI socket: its proxy, and so the launcher, would wait up to a beat for it to close).",
         "  trap '[ -z \"$nap\" ] || kill \"$nap\" 2>/dev/null; exit 0' TERM",
         "  tick=$(getconf CLK_TCK 2>/dev/null) || tick=100",
-        f"  busy=$((tick * {int(BUSY_CPU_SECONDS * 100)} / 100))",
-        f"  while sleep {events.BEAT_SECONDS} </dev/null >/dev/null 2>&1 & nap=$!; "
+        *([f"  busy=$((tick * {int(BUSY_CPU_SECONDS * 100)} / 100))"] if dumps else []),
+        f"  while sleep {events.BEAT_SECONDS} >/dev/null 2>&1 & nap=$!; "
         + 'wait "$nap" && kill -0 "$child" 2>/dev/null; do',
-        "    parent=() ticks=() state=?",
+        "    parent=() ticks=() state='?'",
         "    for file in /proc/[0-9]*/stat; do",
         '      read -r stat 2>/dev/null <"$file" || continue',
+        "      # shellcheck disable=SC2206 # split on purpose: after the command's name, numbers and a state letter",
         '      pid=${stat%% *} fields=(${stat##*") "})',
         '      parent[$pid]=${fields[1]} ticks[$pid]=$((fields[11] + fields[12]))',
         '      [ "$pid" != "$child" ] || state=${fields[0]}',
@@ -351,6 +355,14 @@ def _watcher(stack_dump_after: int) -> list[str]:
         "    last_top=$top last_sched=$((ran + waited)) last_now=$now",
         "    printf '%s%s %s %d.%02d%s\\n' \"$prefix\" " + shlex.quote(events.RANK_BEAT)
         + ' "$state" $((total / tick)) $((total % tick * 100 / tick)) "${busy_pct:+ $busy_pct}"',
+    ]
+    return lines + (_stack_dump(stack_dump_after) if dumps else []) + ["  done", "}"]
+
+
+def _stack_dump(stack_dump_after: int) -> list[str]:
+    """The watcher's loop's end with a stack dump: the rank's progress since the last beat, and its Python stacks
+    once it has made none for ``stack_dump_after`` seconds (once per stretch without progress)."""
+    return [
         '    size=$(stat -c %s "$log" 2>/dev/null) || size=0',
         '    if [ "$state" != T ] && { [ "$size" != "$last_size" ] || [ $((total - last_total)) -ge "$busy" ]; }; then',
         "      idle=0 dumped=false",
@@ -358,15 +370,12 @@ def _watcher(stack_dump_after: int) -> list[str]:
         f"      idle=$((idle + {events.BEAT_SECONDS}))",
         "    fi",
         "    last_total=$total last_size=$size",
-    ]
-    dump = [
         f'    if [ "$idle" -ge {stack_dump_after} ] && ! "$dumped"; then',
         "      dumped=true",
         f'      {{ date; py-spy dump --pid "$child" --nonblocking || echo "no stack dump: py-spy failed or is not installed";'
         f' }} </dev/null >"$job_dir/logs/{events.STACK_DUMP.format(rank="$RANK")}" 2>&1',
         "    fi",
     ]
-    return lines + (dump if stack_dump_after > 0 else []) + ["  done", "}"]
 
 
 def _supervision(node: str, job: JobPaths, stack_dump_after: int = 0) -> list[str]:
@@ -402,8 +411,9 @@ def _supervision(node: str, job: JobPaths, stack_dump_after: int = 0) -> list[st
         "# A stop that came before the rank's pid was known (between the fork and child=$!) is passed on now.",
         '! "$stopped" || { kill -TERM "$child"; kill -CONT "$child"; } 2>/dev/null',
         *_watcher(stack_dump_after),
-        "# Without the rank's output pipes: what the watcher starts must not keep the rank's output open after its end.",
-        'watch_rank {out}>&- {err}>&- &',
+        "# Without the rank's output pipes and stdin: what the watcher starts must not keep the rank's output open",
+        "# after its end, nor read the wrapper's input.",
+        'watch_rank {out}>&- {err}>&- </dev/null &',
         "watcher=$!",
         'wait "$child"',
         "code=$?",

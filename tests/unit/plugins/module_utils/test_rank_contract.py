@@ -781,7 +781,7 @@ def test_the_wrapper_always_watches_the_rank_and_is_valid_bash(tmp_path: Path, s
     wrapper = watched_wrapper(new_job(tmp_path), stack_dump_after)
     script = wrapper.read_text()
     assert "watch_rank() {" in script
-    assert "\nwatch_rank {out}>&- {err}>&- &\n" in script
+    assert "\nwatch_rank {out}>&- {err}>&- </dev/null &\n" in script
     assert f"'{RANK_BEAT}'" in script
     assert f"while sleep {BEAT_SECONDS} " in script
     assert "trap '[ -z \"$nap\" ] || kill \"$nap\" 2>/dev/null; exit 0' TERM" in script
