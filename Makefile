@@ -23,7 +23,7 @@ SIM_VARS := -e '{"sim_cluster_node_mounts": [{"type": "bind", "source": "$(IMAGE
 	"read_only": true}]}'
 
 .DEFAULT_GOAL := demo
-.PHONY: help demo test unit lint sanity molecule molecule-roles molecule-newcomer molecule-hosts browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
+.PHONY: help demo test unit lint sanity shellcheck molecule molecule-roles molecule-newcomer molecule-hosts browser molecule-deepspeed molecule-tensorflow molecule-horovod molecule-ipex venv venv-dev host images own-image wheels sim train down clean
 
 help: ## this list of targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,7 +51,7 @@ demo: ## bare simulated nodes -> trained model, then the time each step took
 # Slurm), beside them, niced, the unit tests, lint, sanity and then the role scenarios. The newcomer runs first, while
 # default provisions: its image copies, run later, took the CPU from default's cut-CPU health drill (no straggler). VARIANTS (e.g. make test VARIANTS=ipex) runs those image variants' stack
 # scenarios after the rest, one after another.
-test: venv-dev host browser images wheels ## the whole suite (.ci/run calls this), each part timed
+test: venv-dev host browser shellcheck images wheels ## the whole suite (.ci/run calls this), each part timed
 	scripts/side_by_side.sh 'default=molecule test -s default' \
 		'hosts=$(MAKE) -k --no-print-directory molecule-newcomer molecule-hosts' \
 		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles' \
@@ -77,6 +77,9 @@ host: ## Docker engine running, debootstrap present
 browser: ## Chromium, in which the unit tests open a run's report.html headless (not needed by the demo)
 	scripts/host-setup.sh browser
 
+shellcheck: ## ShellCheck, with which make lint checks every script the collection generates (not needed by the demo)
+	scripts/host-setup.sh shellcheck
+
 images: host ## base, sim-node and training images (cached on disk); VARIANTS=deepspeed adds that variant
 	scripts/images.sh $(VARIANTS)
 
@@ -96,14 +99,15 @@ train: venv $(if $(filter host,$(RUNTIME)),wheels) ## provision the inventory's 
 	$(PLAYBOOK) playbooks/train.yml -i inventories/sim -e launcher_type=$(LAUNCHER) -e cluster_runtime=$(RUNTIME) \
 		-e cluster_scheduler=$(SCHEDULER) $(IMAGE_VARS) $(if $(WORKLOAD),-e workload_src=$(WORKLOAD))
 
-unit: venv-dev browser ## ansible-test units: every unit test, the collection staged where ansible-test wants it
+unit: venv-dev browser shellcheck ## ansible-test units: every unit test, the collection staged where ansible-test wants it
 	scripts/ansible_test.sh units
 
-lint: venv-dev ## ansible-lint (production profile); the role READMEs' variable tables and the docs' summary key and launcher tables match the code; changelog fragments
+lint: venv-dev shellcheck ## ansible-lint (production profile); the role READMEs' variable tables and the docs' summary key and launcher tables match the code; changelog fragments; ShellCheck on every generated script
 	ansible-lint --profile production
 	python scripts/role_docs.py --check
 	python scripts/generated_docs.py --check
 	antsibull-changelog lint
+	python scripts/shellcheck_generated.py
 
 sanity: venv-dev ## ansible-test sanity on the collection as ansible-galaxy builds it
 	scripts/ansible_test.sh sanity

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make this machine able to run the simulated cluster: a running Docker engine and debootstrap. With the argument
-# `browser`, only Chromium, in which the unit tests open a run's report.html headless (make browser; the demo does
-# not need it). Idempotent: does nothing when all are already there. Needs root (or sudo) for the installs.
+# `browser`, only Chromium, in which the unit tests open a run's report.html headless (make browser); with
+# `shellcheck`, only ShellCheck, which make lint runs on every script the collection generates (make shellcheck). The
+# demo needs neither. Idempotent: does nothing when all are already there. Needs root (or sudo) for the installs.
 set -euo pipefail
 
 log() { printf '[host-setup] %s\n' "$*" >&2; }
@@ -17,6 +18,12 @@ if [ "${1:-}" = browser ]; then
   command -v chromium >/dev/null || apt_install --no-install-recommends chromium
   # Debian's package version (its chromium wrapper prints shell noise of its own on --version).
   log "chromium $(dpkg-query -W -f '${Version}' chromium 2>/dev/null || echo present)"
+  exit 0
+fi
+
+if [ "${1:-}" = shellcheck ]; then
+  command -v shellcheck >/dev/null || apt_install shellcheck
+  log "$(shellcheck --version | sed -n 's/^version: /shellcheck /p')"
   exit 0
 fi
 
