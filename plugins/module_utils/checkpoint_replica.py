@@ -28,9 +28,11 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from stat import S_ISREG
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -145,26 +147,64 @@ def remove_command(directory: str, entries: Sequence[str]) -> str:
 
 
 class Node:
-    """One replica node, reached with ``ssh -p <port> <address>`` (the cluster's client configuration does the rest)."""
+    """One replica node, reached with ``ssh -p <port> <address>`` (the cluster's client configuration does the rest).
 
-    def __init__(self, name: str, address: str, port: int) -> None:
+    Given ``control_dir`` (a directory only this user reads), its calls share one connection (OpenSSH multiplexing),
+    opened at its first call: a copy then costs no key exchange on either node, CPU the ranks keep. A node whose
+    connection cannot be opened so is called one connection at a time, as without it."""
+
+    def __init__(self, name: str, address: str, port: int, control_dir: Optional[str] = None) -> None:
         self.name = name
+        self.address = address
         # A node cut off mid-copy is given up on within 15 s (keepalives), not at the copy's time-out.
-        self.ssh = ["ssh", "-p", str(port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
-        self.ssh += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "--", address]
+        self.options = ["-p", str(port), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+        self.options += ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+        self.control_dir = control_dir
+        self.control: List[str] = []  # the shared connection's options, once it is open
         self.listed = False  # whether its listing was read (what it held before this replicator started)
         self.held: Dict[str, Signature] = {}
         self.copied: List[str] = []
 
+    def argv(self, options: Sequence[str] = (), command: Optional[str] = None) -> List[str]:
+        """ssh's words for ``options`` and the node's shell ``command``, through the shared connection when it is
+        open."""
+        return ["ssh", *self.options, *self.control, *options, "--", self.address] + ([command] if command else [])
+
     def run(self, command: str, timeout: float, stdin=None) -> subprocess.CompletedProcess:
+        if self.control_dir is not None:
+            self._open_shared(timeout)
         return subprocess.run(
-            self.ssh + [command],
+            self.argv(command=command),
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
         )
+
+    def _open_shared(self, timeout: float) -> None:
+        """The shared connection, in the background (``-f``, no stdio: nothing waits on its output), gone 30 s
+        after its last call (``ControlPersist``) should this program end without closing it; tried once."""
+        control = ["-o", f"ControlPath={self.control_dir}/%C"]
+        self.control_dir = None
+        try:
+            opened = subprocess.run(
+                self.argv(["-M", "-N", "-f", "-o", "ControlPersist=30", *control]),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return
+        if opened.returncode == 0:
+            self.control = control
+
+    def close(self) -> None:
+        """Close the shared connection, if one is open."""
+        if self.control:
+            subprocess.run(self.argv(["-O", "exit"]), capture_output=True, timeout=LIST_TIMEOUT, check=False)
 
 
 class Replicator:
@@ -274,18 +314,25 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str]) -> int:
     arguments = parse_arguments(argv)
     os.nice(10)
-    replicator = Replicator(
-        arguments.dir, [Node(name, address, arguments.port) for name, address in arguments.node], arguments.log
-    )
-    # The launch script's end (SIGTERM from its exit, or its pid gone) ends the loop; one last pass copies what the
-    # ranks left.
+    control_dir = tempfile.mkdtemp(prefix="replicate-")  # mode 0700: the shared connections' sockets
+    nodes = [Node(name, address, arguments.port, control_dir) for name, address in arguments.node]
+    try:
+        replicate(arguments, Replicator(arguments.dir, nodes, arguments.log))
+    finally:
+        for node in nodes:
+            node.close()
+        shutil.rmtree(control_dir, ignore_errors=True)
+    return 0
+
+
+def replicate(arguments: argparse.Namespace, replicator: Replicator) -> None:
+    """Scan until the launch script ends (SIGTERM from its exit, or its pid gone), then the last pass."""
     stopping: List[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
     while not stopping and _alive(arguments.parent):
         replicator.scan()
         _sleep_unless_stopped(arguments.interval, stopping)
     replicator.scan(final=True)
-    return 0
 
 
 def _sleep_unless_stopped(seconds: float, stopping: List[int]) -> None:

@@ -595,3 +595,36 @@ def test_the_last_pass_gives_up_on_a_node_that_does_not_answer_within_its_time(
     replicator.scan(final=True)
     assert [(c["entry"], c["ok"]) for c in cluster.copies()] == [("epoch-1.pt", False)]
     assert cluster.copies()[0]["error"] == "not copied within 1 s"
+
+
+def test_a_node_s_calls_share_one_connection_opened_at_its_first_call(cluster: Cluster, tmp_path: Path) -> None:
+    checkpoint(cluster)
+    node = Node("node2", "10.0.0.2", PORT, str(tmp_path / "control"))
+    replicator = Replicator(str(cluster.source), [node], str(cluster.log))
+    replicator.scan()
+    replicator.scan()
+    node.close()
+    calls = cluster.ssh_calls()
+    shared = f"ControlPath={tmp_path / 'control'}/%C"
+    assert calls[0].startswith(f"-p {PORT} ") and " -M -N -f -o ControlPersist=30 -o " + shared in calls[0]
+    assert all(shared in call for call in calls)
+    assert sum(" -M " in call for call in calls) == 1
+    assert calls[-1].endswith("-O exit -- 10.0.0.2")
+    assert sorted((c["entry"], c["ok"]) for c in cluster.copies()) == [("epoch-1.pt", True), ("step-200", True)]
+
+
+def test_a_node_whose_shared_connection_does_not_open_is_called_one_connection_at_a_time(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    (cluster.root / "10.0.0.2.down").touch()
+    node = Node("node2", "10.0.0.2", PORT, str(tmp_path / "control"))
+    replicator = Replicator(str(cluster.source), [node], str(cluster.log))
+    replicator.scan()  # the node is down: no shared connection, no listing
+    (cluster.root / "10.0.0.2.down").unlink()
+    checkpoint(cluster)
+    replicator.scan()
+    replicator.scan()
+    node.close()
+    calls = cluster.ssh_calls()
+    assert " -M " in calls[0] and not any("ControlPath" in call for call in calls[1:])
+    assert all(copy["ok"] for copy in cluster.copies()) and len(cluster.copies()) == 2
