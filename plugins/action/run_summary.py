@@ -15,7 +15,9 @@ from ansible.utils.display import Display
 
 from ansible_collections.multinode.training.plugins.module_utils import events, progress, restart, world
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import REPLICAS_LOG
-from ansible_collections.multinode.training.plugins.module_utils.run_report import STALL_FILE, run_summary
+from ansible_collections.multinode.training.plugins.module_utils.run_report import (
+    STALL_FILE, every_rank_exited_0, run_summary,
+)
 from ansible_collections.multinode.training.plugins.module_utils.summary_file import SummaryError, write_summary
 from ansible_collections.multinode.training.plugins.plugin_utils.follow import (
     ATTEMPTS_DIR, COLLECTED_DIR, PROGRESS_FILE, SUMMARY_FILE, append_record,
@@ -119,18 +121,24 @@ class ActionModule(ActionBase):
 
     def _judged(self, args: dict[str, Any], run_dir: Path) -> tuple[dict[str, Any], restart.Decision]:
         """This attempt's summary with the restart bookkeeping, and the restart policy's verdict on it."""
-        summary = run_summary(args)
+        followed = _json_lines(run_dir / PROGRESS_FILE)
+        # How each rank ended as the controller followed it: the ranks of a node lost before the collection left no
+        # collected record, and exited 0 when the training had finished.
+        exit_codes = restart.followed_exit_codes(followed)
+        summary = run_summary({**args, "followed_exit_codes": exit_codes})
         if not summary["epochs"]:
             # No epoch event in rank 0's collected log (a script that prints its epochs as text, or rank 0's node
             # lost with its logs): the epochs as the controller followed them live.
-            summary["epochs"] = progress.followed_epochs(_json_lines(run_dir / PROGRESS_FILE))
+            summary["epochs"] = progress.followed_epochs(followed)
         # Where each checkpoint is now: the launcher node's and its replicas (each node's listing, from collect.yml).
         summary["checkpoints"] = restart.checkpoint_holders(args["checkpoints"], self._replica_copies(run_dir, args))
         restarts = restart.completed(args["restarts"], summary)
+        recorded = {int(rank): code for rank, code in summary["rank_exit_codes"].items()}
         decision = restart.decide(
             summary, restarts=restarts, max_restarts=args["max_restarts"], restart_on=args["restart_on"],
             lost_nodes=args["lost_nodes"], min_nodes=args["min_nodes"], spares=args["spares"],
             replicas=args["replicas"], launcher_stays=args["launcher_stays"],
+            finished=every_rank_exited_0(args["world_size"], recorded, exit_codes),
         )
         if decision.restart:
             restarts.append(restart.new_entry(summary, args["attempt"]))

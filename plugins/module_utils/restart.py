@@ -7,7 +7,8 @@ An attempt's summary (run_report.py) names the kind of its root cause. Failures 
 node lost, the cluster's SSH cut, a rank killed by a signal from outside, a stall, gloo's teardown race after the
 work) are restarted while restarts are left (a teardown race has a budget of its own: its ranks had done their
 work, and it must not use up the restarts a lost node needs later); a rank whose own code failed is not by default (a deterministic bug
-fails again), a timeout is not (the job's time is up) and a cancel never is. A node that is lost (it did not come
+fails again), a timeout is not (the job's time is up) and a cancel never is, nor an attempt whose every rank had
+exited 0 before what failed (a node lost at the collection: the training is done, a restart would train again). A node that is lost (it did not come
 back in time) is replaced by a free spare node when the policy uses spares (in its place: the same node rank),
 else left out: the job goes on on the others (a smaller world, as torch elastic does) while at least ``min_nodes``
 remain. When the launcher node is the one lost, the launcher role moves: the surviving node that holds the newest
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ansible_collections.multinode.training.plugins.module_utils import run_report
+from ansible_collections.multinode.training.plugins.module_utils import events, run_report
 
 # The root causes launcher_restart_on restarts by default, and the one more it may name.
 INFRASTRUCTURE_KINDS = (
@@ -57,13 +58,16 @@ def decide(
     spares: Sequence[str] = (),
     replicas: int = 0,
     launcher_stays: str = "",
+    finished: bool = False,
 ) -> Decision:
     """The verdict on one attempt's summary under the policy ``max_restarts`` / ``restart_on``, after the earlier
     ``restarts`` (the summary's records, each with its cause's ``kind``), with ``lost_nodes``
     (of the summary's ``node_names``, launcher first) replaced by the free ``spares`` in order, or left out of the
     next attempt when none is left. A lost launcher node's role goes to the survivor holding the newest of the
     summary's ``checkpoints`` (``checkpoint_holders``), unless no checkpoint is replicated (``replicas`` 0) or
-    ``launcher_stays`` says why the role cannot move (the Slurm controller's node)."""
+    ``launcher_stays`` says why the role cannot move (the Slurm controller's node). An attempt whose every rank had
+    exited 0 (``finished``: its training is done, what failed came after, a node lost at the collection) is never
+    restarted: a restart would train again what is trained."""
     status = summary.get("status")
     if status == "succeeded":
         return Decision(False, "the job succeeded")
@@ -72,6 +76,11 @@ def decide(
     kind = summary.get("root_cause_kind")
     if kind not in restart_on:
         return Decision(False, f"its root cause ({kind}) is not one launcher_restart_on restarts")
+    if finished:
+        after = f"{', '.join(lost_nodes)} was lost" if lost_nodes else "it failed"
+        return Decision(
+            False, f"every rank had exited 0 before {after}: the training is done, a restart would train again"
+        )
     budget = "teardown-race restart" if kind == run_report.TEARDOWN_RACE else "restart"
     used = budget_used(restarts, kind)
     if used >= max_restarts:
@@ -106,6 +115,23 @@ def decide(
     where = "".join(f"; {change}" for change in changes)
     why = f"{budget} {used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{where}"
     return Decision(True, why, tuple(hosts))
+
+
+def followed_exit_codes(records: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+    """Each rank's exit code in the run's current attempt as the controller followed it live (``records``: the run's
+    progress.jsonl, in order; the ``ended`` records after the last restart record): how the ranks of a node lost
+    before the collection ended, their status records gone with it."""
+    codes: dict[int, int] = {}
+    for record in records:
+        if record.get("kind") == events.RESTART:
+            codes = {}
+        elif (
+            record.get("kind") == "ended"
+            and isinstance(record.get("rank"), int)
+            and isinstance(record.get("code"), int)
+        ):
+            codes[record["rank"]] = record["code"]
+    return codes
 
 
 def new_launcher(

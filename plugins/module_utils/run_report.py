@@ -27,7 +27,7 @@ import signal as signals
 from dataclasses import dataclass, field
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
@@ -213,13 +213,20 @@ def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
 
 
 def _rank_failures(
-    rank_status: dict[int, dict[str, Any]], world_size: int, log_tails: dict[int, str], lost_nodes: list[str]
+    rank_status: dict[int, dict[str, Any]],
+    world_size: int,
+    log_tails: dict[int, str],
+    lost_nodes: list[str],
+    followed: Mapping[int, int],
 ) -> list[_Failure]:
-    if not rank_status:
+    if not rank_status and not followed:
         return [_Failure(_CONSEQUENCE, float("inf"), _no_record(None, lost_nodes))]
     failures = []
     for rank in range(world_size):
         status = rank_status.get(rank)
+        if status is None and followed.get(rank) == 0:
+            # It exited 0 as the controller followed it: only its record went, with its node (lost before collection).
+            continue
         if status is None:
             failures.append(_Failure(_CONSEQUENCE, float("inf"), _no_record(rank, lost_nodes)))
             continue
@@ -318,13 +325,28 @@ def failure_causes(
     timed_out: bool,
     launcher_exit_code: int | None,
     worker_states: dict[str, dict[str, Any]],
+    followed_exit_codes: Mapping[int, int] | None = None,
 ) -> list[tuple[str, str]]:
-    """Why the run failed, root cause first, as (kind, reason); empty when it succeeded."""
+    """Why the run failed, root cause first, as (kind, reason); empty when it succeeded. ``followed_exit_codes``: each
+    rank's exit code as the controller followed it live, for the ranks whose records went with a lost node."""
+    followed = followed_exit_codes or {}
     failures = _worker_failures(worker_states) + _stall_failures(records.stall)
     failures += _bootstrap_failures(records.mpi_log_tail)
     failures += _launcher_failures(records, launcher)
     lost_nodes = [node for node, state in worker_states.items() if state.get("unreachable")]
-    failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails, lost_nodes)
+    failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails, lost_nodes, followed)
+    recorded = {rank: status.get("code") for rank, status in records.rank_status.items()}
+    if lost_nodes and every_rank_exited_0(world_size, recorded, followed):
+        # A node lost after the training (at the collection): the ranks' work is done, what the node held is not here.
+        nodes = ", ".join(lost_nodes)
+        failures.append(
+            _Failure(
+                _CONSEQUENCE,
+                float("inf"),
+                f"every rank had exited 0 before {nodes} was lost: the training finished, but the job's files on"
+                f" {nodes} were not collected",
+            )
+        )
     if timed_out:
         failures.append(_Failure(_TIMEOUT, 0.0, "timed out", TIMEOUT))
     if launcher_exit_code is not None and launcher_exit_code < 0:
@@ -341,6 +363,13 @@ def failure_causes(
         if failure.text not in (text for _kind, text in causes):
             causes.append((failure.kind, failure.text))
     return causes
+
+
+def every_rank_exited_0(world_size: int, recorded: Mapping[int, Any], followed: Mapping[int, int]) -> bool:
+    """Whether every rank of the world exited 0: by its collected status record's exit code (``recorded``), or where
+    that record is missing (it went with a node lost before the collection) as the controller followed it live."""
+    codes = {**followed, **recorded}
+    return world_size > 0 and all(codes.get(rank) == 0 for rank in range(world_size))
 
 
 def _last_exit_code(records: RunRecords) -> int | None:
@@ -421,8 +450,10 @@ def summarize(
     provision_seconds: float | None = None,
     provision_changed: int | None = None,
     extra: dict[str, Any] | None = None,
+    followed_exit_codes: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
-    """JSON-serialisable summary of one run (see the module docstring for what succeeded means)."""
+    """JSON-serialisable summary of one run (see the module docstring for what succeeded means); a rank without a
+    collected status record exited as ``followed_exit_codes`` says (the controller followed it live), if it says."""
     if launcher_exit_code is None:
         launcher_exit_code = _last_exit_code(records)
     causes = failure_causes(
@@ -432,6 +463,7 @@ def summarize(
         timed_out=timed_out,
         launcher_exit_code=launcher_exit_code,
         worker_states=worker_states or {},
+        followed_exit_codes=followed_exit_codes,
     )
     statuses = records.rank_status
     cancelled = any(event.get("event") == kinds.CANCEL for event in records.launcher_events)
@@ -503,6 +535,7 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         provision_changed=provision.get("changed"),
         # A job's secret environment values never reach summary.json, the report or a tracker.
         extra=masked(params["settings"], params.get("secret_env_names") or ()),
+        followed_exit_codes=params.get("followed_exit_codes") or {},
     )
     summary.update(
         job_name=params["job_name"] or None,

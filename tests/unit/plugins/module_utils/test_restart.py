@@ -16,12 +16,13 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     checkpoint_holders,
     completed,
     decide,
+    followed_exit_codes,
     merged_epochs,
     new_entry,
     new_launcher,
     next_hosts,
 )
-from ansible_collections.multinode.training.plugins.module_utils.run_report import RunRecords, summarize
+from ansible_collections.multinode.training.plugins.module_utils.run_report import RunRecords, every_rank_exited_0, summarize
 
 DEFAULT_RESTART_ON = list(INFRASTRUCTURE_KINDS)  # launcher_restart_on's default
 REASON = "node3: the worker container is not running, it died (exit code 137)"
@@ -197,6 +198,62 @@ def test_a_summarized_cancel_is_not_restarted() -> None:
         rank_status={0: status(0, 143, signal=15, stopped=True), 1: status(1, 137, signal=9)},
     )
     assert verdict(summary_of(records), most=3).why == "a cancelled job is never restarted"
+
+
+# --- a node lost after the training (at the collection) ---
+
+
+def test_a_job_whose_every_rank_had_exited_0_is_not_restarted_when_a_node_is_then_lost() -> None:
+    summary = failed("node_lost", "node3: the node does not answer (down or cut off)")
+    assert decide(
+        summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node3"], finished=True
+    ) == Decision(False, "every rank had exited 0 before node3 was lost: the training is done, a restart would train again")
+    # Nothing lost (the agents' connections dropped after the ranks' end): the same.
+    assert decide(
+        failed("connection"), restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, finished=True
+    ).why == "every rank had exited 0 before it failed: the training is done, a restart would train again"
+
+
+@pytest.mark.parametrize("status", ["succeeded", "cancelled"])
+def test_finished_changes_no_verdict_on_a_succeeded_or_cancelled_job(status: str) -> None:
+    summary = failed("node_lost", status=status)
+    assert decide(summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, finished=True) == verdict(summary)
+
+
+def test_a_kind_restart_on_leaves_out_is_said_before_finished() -> None:
+    # every rank exited 0 but formed no world: its own verdict, as before.
+    assert decide(failed("world"), restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, finished=True).why == (
+        "its root cause (world) is not one launcher_restart_on restarts"
+    )
+
+
+def test_followed_exit_codes_are_the_current_attempt_s() -> None:
+    records = [
+        {"kind": "started", "rank": 0},
+        {"kind": "ended", "rank": 0, "node": "node1", "code": 137},
+        {"kind": "restart", "attempt": 1},
+        {"kind": "ended", "rank": 1, "node": "node2", "code": 0},
+        {"kind": "epoch", "rank": 0, "epoch": 1},
+        {"kind": "ended", "rank": 0, "node": "node1", "code": 0},
+        {"kind": "ended", "rank": "2", "code": 0},
+        {"kind": "launcher_exit", "code": 255},
+    ]
+    assert followed_exit_codes(records) == {1: 0, 0: 0}
+    assert followed_exit_codes(records[:3]) == {}
+    assert not followed_exit_codes([])
+
+
+def test_a_summarized_collection_loss_after_every_rank_exited_0_is_not_restarted() -> None:
+    # node2 stopped as the job's files were collected: its rank's record never came, the follow saw it exit 0.
+    records = RunRecords(rank_status={0: status(0, 0)})
+    summary = summary_of(records, worker_states={"node2": {"unreachable": True}}, followed_exit_codes={0: 0, 1: 0})
+    assert summary["status"] == "failed"
+    assert summary["failure_reasons"][0] == "node2: the node does not answer (down or cut off)"
+    finished = every_rank_exited_0(2, {0: 0}, {0: 0, 1: 0})
+    assert finished is True
+    assert decide(
+        summary, restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, lost_nodes=["node2"], finished=finished
+    ).restart is False
 
 
 # --- the record of the restarts ---

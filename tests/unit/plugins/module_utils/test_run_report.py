@@ -977,3 +977,47 @@ def test_no_record_at_all_beside_lost_nodes_names_them() -> None:
     summary = summary_of(RunRecords(launcher_events=[LAUNCH]), worker_states=states, launcher_exit_code=1)
     assert "no rank left a record: lost with node1, node3, or none started" in summary["failure_reasons"]
     assert "no rank started" not in summary["failure_reasons"]
+
+
+# --- a node lost after the training, at the collection ---
+
+FINISHED = "every rank had exited 0 before node3 was lost: the training finished, but the job's files on node3 were not collected"
+
+
+def test_a_node_lost_at_the_collection_after_every_rank_exited_0_is_named_first() -> None:
+    # Rank 2's record stayed on node3, which stopped as the files were collected; the controller had followed its end.
+    events = [LAUNCH, node_exit("node3", 255, T0 + 40), node_exit("node1", 255, T0 + 40, after_abort=True)]
+    records = make_records(absent=(2,), launcher_events=events)
+    summary = summary_of(
+        records, worker_states={"node3": {"unreachable": True}}, launcher_exit_code=255, followed_exit_codes={0: 0, 1: 0, 2: 0}
+    )
+    assert summary["status"] == "failed"
+    assert summary["root_cause_kind"] == "node_lost"
+    assert summary["failure_reasons"][0] == "node3: the node does not answer (down or cut off)"
+    assert FINISHED in summary["failure_reasons"]
+    assert not [reason for reason in summary["failure_reasons"] if "left no record" in reason]
+    # Its exit code stays what was collected: the followed one is no record.
+    assert summary["rank_exit_codes"] == {"0": 0, "1": 0}
+
+
+@pytest.mark.parametrize("followed", [{}, {0: 0, 1: 0}, {0: 0, 1: 0, 2: 137}])
+def test_a_rank_the_follow_did_not_see_exit_0_beside_a_lost_node_left_no_record(followed: dict[int, int]) -> None:
+    records = make_records(absent=(2,))
+    summary = summary_of(records, worker_states={"node3": {"unreachable": True}}, launcher_exit_code=-1, followed_exit_codes=followed)
+    assert "rank 2 left no record: lost with node3, or never started" in summary["failure_reasons"]
+    assert FINISHED not in summary["failure_reasons"]
+
+
+def test_a_collected_record_outweighs_the_followed_exit_code() -> None:
+    records = make_records(rank_status(1, code=3, ended=T0 + 9))
+    summary = summary_of(records, launcher_exit_code=1, followed_exit_codes={0: 0, 1: 0, 2: 0})
+    assert summary["failure_reasons"][0] == "rank 1 on node2 exited 3"
+
+
+def test_followed_exit_codes_without_any_record_name_only_the_ranks_not_seen_to_exit_0() -> None:
+    states = {"node1": {"unreachable": True}}
+    summary = summary_of(RunRecords(launcher_events=[LAUNCH]), worker_states=states, launcher_exit_code=-1, followed_exit_codes={1: 0})
+    reasons = summary["failure_reasons"]
+    assert "rank 0 left no record: lost with node1, or never started" in reasons
+    assert "rank 2 left no record: lost with node1, or never started" in reasons
+    assert not [reason for reason in reasons if reason.startswith(("rank 1 ", "no rank"))]
