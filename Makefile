@@ -51,7 +51,7 @@ demo: ## bare simulated nodes -> trained model, then the time each step took
 # Slurm), beside them, niced, the unit tests, lint, sanity and then the role scenarios. The newcomer runs first, while
 # default provisions: its image copies, run later, took the CPU from default's cut-CPU health drill (no straggler). VARIANTS (e.g. make test VARIANTS=ipex) runs those image variants' stack
 # scenarios after the rest, one after another.
-test: venv-dev host browser shellcheck images wheels ## the whole suite (.ci/run calls this), each part timed
+test: venv-dev host browser images wheels shellcheck ## the whole suite (.ci/run calls this), each part timed
 	scripts/side_by_side.sh 'default=molecule test -s default' \
 		'hosts=$(MAKE) -k --no-print-directory molecule-newcomer molecule-hosts' \
 		'checks~=$(MAKE) -k --no-print-directory unit lint sanity molecule-roles' \
