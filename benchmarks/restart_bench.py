@@ -254,6 +254,7 @@ def healthy_run(repeat: int) -> dict[str, Any]:
         "causes": [restart["cause"] for restart in summary.get("restarts") or []],
         # Every rank's Python runs the job's exit guard (rank_exit_guard.py) since it landed.
         "exit_guard": True,
+        "commit": COMMIT,
     }
 
 
@@ -380,22 +381,22 @@ def report(results: list[dict[str, Any]]) -> str:
         steps = [run.get("first_step_s") for run in runs]
         rows.append(
             f"| {fault} | {detected if detected is not None else '-'}"
-            f" | {median(steps) if any(steps) else '-'} ({each_of(steps)})"
-            f" | {median([run['resumed_epoch_s'] for run in runs])} ({each_of([run['resumed_epoch_s'] for run in runs])})"
+            + (f" | {median(steps)} ({each_of(steps)})" if any(step is not None for step in steps) else " | -")
+            + f" | {median([run['resumed_epoch_s'] for run in runs])} ({each_of([run['resumed_epoch_s'] for run in runs])})"
             f" | {each_of([run['resumed_epoch'] for run in runs])} | {succeeded} of {len(runs)} | {runs[0].get('commit') or '-'} |"
         )
-    for guarded, label in ((True, "with the rank exit guard"), (False, "before the rank exit guard")):
-        healthy = [run for run in results if run["fault"] == "healthy" and bool(run.get("exit_guard")) is guarded]
-        if healthy:
-            restarted = sum(1 for run in healthy if run["restarts"])
-            succeeded = sum(1 for run in healthy if run["status"] == "succeeded")
-            causes = sorted({cause for run in healthy for cause in run.get("causes") or []})
-            rows += [
-                "",
-                f"Healthy runs (no fault), {label}: {len(healthy)}, {succeeded} succeeded, {restarted} restarted"
-                + (f" ({'; '.join(causes)})" if causes else "")
-                + ".",
-            ]
+    healthy = newest_runs(results, "healthy")
+    if healthy:
+        restarted = sum(1 for run in healthy if run["restarts"])
+        succeeded = sum(1 for run in healthy if run["status"] == "succeeded")
+        causes = sorted({cause for run in healthy for cause in run.get("causes") or []})
+        rows += [
+            "",
+            f"Healthy runs (no fault) at {healthy[0].get('commit') or 'a commit before they were recorded'}:"
+            f" {len(healthy)}, {succeeded} succeeded, {restarted} restarted"
+            + (f" ({'; '.join(causes)})" if causes else "")
+            + ".",
+        ]
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     intro = (
         f"`benchmarks/restart_bench.py` ({when}, this machine: 2 cores): the named CNN job of `examples/cifar_cnn`"
