@@ -11,6 +11,9 @@ checkpoint is on disk one fault is injected, on the sim's own containers only:
 - ``launcher_stop``: node1's whole node container stopped (the launcher node), once node2 holds the replica of the
   checkpoint: node2 becomes the launcher node and the job resumes there from the newest checkpoint it holds; node1
   is started and provisioned again afterwards;
+- ``launcher_cut``: node1's traffic dropped (iptables DROP inside its node container) once node2 holds the replica,
+  until the run is over: a power loss as the others see it, where ``launcher_stop``'s ``docker stop`` closes the
+  node's connections as its processes die; then the cut is lifted and node1 provisioned again;
 - ``netcut``: node2's traffic on the sim network dropped for 20 s (an iptables DROP rule inside its node
   container, then removed): the job must either not notice or be restarted once, and succeed.
 
@@ -173,19 +176,34 @@ def stop_launcher_node() -> None:
 
 
 NETCUT_SECONDS = 20
+# What a node's network is cut with (inside its node container: its admin sshd, its worker and its job, all of it).
+CUT_RULES = ("INPUT -i eth0 -j DROP", "OUTPUT -o eth0 -j DROP")
+
+
+def cut_launcher_node() -> None:
+    """Drop everything node1 (the launcher node) sends and receives, until the run is over: a power loss as the
+    other nodes and the controller see it (no connection is closed, nothing answers)."""
+    node_exec(1, " && ".join(f"iptables -I {rule}" for rule in CUT_RULES))
+
+
+def mend_launcher_node() -> None:
+    node_exec(1, "; ".join(f"iptables -D {rule}" for rule in CUT_RULES), check=False)
 
 
 def cut_network() -> None:
     """Drop everything node2 sends and receives on the sim network for NETCUT_SECONDS, in the background."""
-    rules = "INPUT -i eth0 -j DROP", "OUTPUT -o eth0 -j DROP"
-    add = " && ".join(f"iptables -I {rule}" for rule in rules)
-    remove = "; ".join(f"iptables -D {rule}" for rule in rules)
+    add = " && ".join(f"iptables -I {rule}" for rule in CUT_RULES)
+    remove = "; ".join(f"iptables -D {rule}" for rule in CUT_RULES)
     node_exec(2, f"{add} && (sleep {NETCUT_SECONDS}; {remove}) >/dev/null 2>&1 &")
 
 
-def restore_node(node: int) -> None:
-    """Start ``node`` again and provision it (its Docker engine, sshd and worker; the CNN example stays the code)."""
-    sh("docker", "start", NODE.format(node))
+def restore_node(node: int, fault: str) -> None:
+    """Start ``node`` again (or lift its cut) and provision it (its Docker engine, sshd and worker; the CNN example
+    stays the code)."""
+    if fault == "launcher_cut":
+        mend_launcher_node()
+    else:
+        sh("docker", "start", NODE.format(node))
     time.sleep(2)
     workload = {key: value for key, value in job_vars("").items() if key.startswith("workload_")}
     if playbook(f"restore-node{node}", "playbooks/provision.yml", workload).wait() != 0:
@@ -199,11 +217,12 @@ FAULTS: dict[str, Callable[[], None]] = {
     "stall": freeze_rank,
     "node_stop": stop_node,
     "launcher_stop": stop_launcher_node,
+    "launcher_cut": cut_launcher_node,
     "netcut": cut_network,
 }
-# The node a fault stops, started and provisioned again after the run; the node rank 0 resumes on.
-STOPPED_NODE = {"node_stop": 3, "launcher_stop": 1}
-RESUMED_ON = {"launcher_stop": 2}
+# The node a fault stops (or cuts off), started and provisioned again after the run; the node rank 0 resumes on.
+STOPPED_NODE = {"node_stop": 3, "launcher_stop": 1, "launcher_cut": 1}
+RESUMED_ON = {"launcher_stop": 2, "launcher_cut": 2}
 
 
 def product_run(fault: str, repeat: int) -> dict[str, Any]:
@@ -220,7 +239,7 @@ def product_run(fault: str, repeat: int) -> dict[str, Any]:
     resumed_epoch_at, resumed_epoch = first_checkpoint_after(job_name, fault_at, node=resumed_on)
     rc = process.wait(timeout=TIMEOUT_S)
     if fault in STOPPED_NODE:
-        restore_node(STOPPED_NODE[fault])
+        restore_node(STOPPED_NODE[fault], fault)
     summary = json.loads((RUNS_DIR / job_name / "summary.json").read_text())
     restart = (summary.get("restarts") or [{}])[0]
     return {
@@ -334,6 +353,7 @@ def torchrun_elastic_run(repeat: int) -> dict[str, Any]:
     return {
         "fault": "worker_kill (torchrun elastic)",
         "repeat": repeat,
+        "commit": COMMIT,
         "rc": rc,
         "status": "succeeded" if rc == 0 else "failed",
         "resumed_epoch_s": resumed_epoch_s,
