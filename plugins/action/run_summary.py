@@ -124,7 +124,7 @@ class ActionModule(ActionBase):
         followed = _json_lines(run_dir / PROGRESS_FILE)
         # How each rank ended as the controller followed it: the ranks of a node lost before the collection left no
         # collected record, and exited 0 when the training had finished.
-        exit_codes = restart.followed_exit_codes(followed)
+        exit_codes = progress.followed_exit_codes(followed)
         summary = run_summary({**args, "followed_exit_codes": exit_codes})
         if not summary["epochs"]:
             # No epoch event in rank 0's collected log (a script that prints its epochs as text, or rank 0's node

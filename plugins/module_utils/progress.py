@@ -199,17 +199,31 @@ def _number(text: str) -> int | float:
     return int(number) if number.is_integer() else number
 
 
+def current_attempt(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """The records of the run's current attempt (``records``: the run's progress.jsonl, in order): those after the
+    last restart record."""
+    restarts = [index for index, record in enumerate(records) if record.get("kind") == events.RESTART]
+    return records[restarts[-1] + 1 :] if restarts else records
+
+
 def followed_epochs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The epochs of the run's current attempt as the controller followed them live (``records``: the run's
-    progress.jsonl, in order; rank 0's epoch records after the last restart record): for a script that prints its
-    epochs as text, or an attempt whose rank 0 logs were lost with the launcher node."""
-    epochs: list[dict[str, Any]] = []
-    for record in records:
-        if record.get("kind") == events.RESTART:
-            epochs = []
-        elif record.get("kind") == "epoch" and record.get("rank", 0) == 0 and isinstance(record.get("epoch"), (int, float)):
-            epochs.append({key: record[key] for key in EPOCH_FIELDS if key in record})
-    return epochs
+    """The epochs of the run's current attempt as the controller followed them live (rank 0's epoch records): for a
+    script that prints its epochs as text, or an attempt whose rank 0 logs were lost with the launcher node."""
+    return [
+        {key: record[key] for key in EPOCH_FIELDS if key in record}
+        for record in current_attempt(records)
+        if record.get("kind") == "epoch" and record.get("rank", 0) == 0 and isinstance(record.get("epoch"), (int, float))
+    ]
+
+
+def followed_exit_codes(records: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+    """Each rank's exit code in the run's current attempt as the controller followed it live (its ``ended``
+    records): how the ranks of a node lost before the collection ended, their status records gone with it."""
+    return {
+        record["rank"]: record["code"]
+        for record in current_attempt(records)
+        if record.get("kind") == "ended" and isinstance(record.get("rank"), int) and isinstance(record.get("code"), int)
+    }
 
 
 def progress_records(chunks: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ansible_collections.multinode.training.plugins.module_utils import events, run_report
+from ansible_collections.multinode.training.plugins.module_utils import run_report
 
 # The root causes launcher_restart_on restarts by default, and the one more it may name.
 INFRASTRUCTURE_KINDS = (
@@ -115,23 +115,6 @@ def decide(
     where = "".join(f"; {change}" for change in changes)
     why = f"{budget} {used + 1} of {max_restarts}: {summary['failure_reasons'][0]}{where}"
     return Decision(True, why, tuple(hosts))
-
-
-def followed_exit_codes(records: Sequence[Mapping[str, Any]]) -> dict[int, int]:
-    """Each rank's exit code in the run's current attempt as the controller followed it live (``records``: the run's
-    progress.jsonl, in order; the ``ended`` records after the last restart record): how the ranks of a node lost
-    before the collection ended, their status records gone with it."""
-    codes: dict[int, int] = {}
-    for record in records:
-        if record.get("kind") == events.RESTART:
-            codes = {}
-        elif (
-            record.get("kind") == "ended"
-            and isinstance(record.get("rank"), int)
-            and isinstance(record.get("code"), int)
-        ):
-            codes[record["rank"]] = record["code"]
-    return codes
 
 
 def new_launcher(

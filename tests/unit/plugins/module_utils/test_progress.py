@@ -498,3 +498,19 @@ def test_followed_epochs_are_rank_0s_of_the_current_attempt() -> None:
         {"epoch": 2, "loss": 0.7, "samples_per_s": 12.0},
     ]
     assert progress.followed_epochs([]) == []
+
+
+def test_followed_exit_codes_are_the_current_attempt_s() -> None:
+    records = [
+        {"kind": "started", "rank": 0},
+        {"kind": "ended", "rank": 0, "node": "node1", "code": 137},
+        {"kind": "restart", "attempt": 1},
+        {"kind": "ended", "rank": 1, "node": "node2", "code": 0},
+        {"kind": "epoch", "rank": 0, "epoch": 1},
+        {"kind": "ended", "rank": 0, "node": "node1", "code": 0},
+        {"kind": "ended", "rank": "2", "code": 0},
+        {"kind": "launcher_exit", "code": 255},
+    ]
+    assert progress.followed_exit_codes(records) == {1: 0, 0: 0}
+    assert progress.followed_exit_codes(records[:3]) == {}
+    assert not progress.followed_exit_codes([])

@@ -16,7 +16,6 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     checkpoint_holders,
     completed,
     decide,
-    followed_exit_codes,
     merged_epochs,
     new_entry,
     new_launcher,
@@ -225,22 +224,6 @@ def test_a_kind_restart_on_leaves_out_is_said_before_finished() -> None:
     assert decide(failed("world"), restarts=[], max_restarts=3, restart_on=DEFAULT_RESTART_ON, finished=True).why == (
         "its root cause (world) is not one launcher_restart_on restarts"
     )
-
-
-def test_followed_exit_codes_are_the_current_attempt_s() -> None:
-    records = [
-        {"kind": "started", "rank": 0},
-        {"kind": "ended", "rank": 0, "node": "node1", "code": 137},
-        {"kind": "restart", "attempt": 1},
-        {"kind": "ended", "rank": 1, "node": "node2", "code": 0},
-        {"kind": "epoch", "rank": 0, "epoch": 1},
-        {"kind": "ended", "rank": 0, "node": "node1", "code": 0},
-        {"kind": "ended", "rank": "2", "code": 0},
-        {"kind": "launcher_exit", "code": 255},
-    ]
-    assert followed_exit_codes(records) == {1: 0, 0: 0}
-    assert followed_exit_codes(records[:3]) == {}
-    assert not followed_exit_codes([])
 
 
 def test_a_summarized_collection_loss_after_every_rank_exited_0_is_not_restarted() -> None:
