@@ -29,6 +29,7 @@ from playbook_runs import ROOT, RUNS_DIR, SIM_INVENTORY, VENV_BIN, result_files,
 RESULTS_JSON, RESULTS_MD, LOG_DIR = result_files("replica_bench")
 DATA_DIR = ROOT / "benchmarks" / "results" / "restart_data"
 EPOCHS = 8
+CORES = os.cpu_count() or 1
 # The example's epoch line: its number, loss and seconds.
 EPOCH_LINE = re.compile(r"^epoch (\d+) loss \S+ \(([\d.]+) s\)$", re.MULTILINE)
 
@@ -63,7 +64,8 @@ def run_job(job_id: str, replicas: int) -> dict[str, Any]:
     epoch_seconds = [float(seconds) for number, seconds in epochs if int(number) > 1]
     copies_log = logs / "replicas.jsonl"
     copies = [json.loads(line) for line in copies_log.read_text().splitlines()] if copies_log.exists() else []
-    made = [copy for copy in copies if copy.get("ok") and not copy.get("removed")]
+    made = [copy for copy in copies if copy.get("ok") and "entry" in copy and not copy.get("removed")]
+    costs = [copy["cpu_seconds"] for copy in copies if "cpu_seconds" in copy]
     return {
         "job_id": job_id,
         "replicas": replicas,
@@ -73,6 +75,9 @@ def run_job(job_id: str, replicas: int) -> dict[str, Any]:
         "copies": len(made),
         "copy_seconds": [copy["seconds"] for copy in made],
         "copy_bytes": [copy["bytes"] for copy in made],
+        # The replicator's own record of the CPU it took on the launcher node, and the seconds the ranks trained.
+        "replicator_cpu_seconds": costs[-1] if costs else None,
+        "train_seconds": summary["phases"]["train"],
     }
 
 
@@ -87,6 +92,18 @@ def report(results: list[dict[str, Any]]) -> str:
 
     with_copies, without = statistics.median(seconds(1)), statistics.median(seconds(0))
     copies = [run for run in results if run["replicas"] == 1]
+    # Each alternated pair's runs (one with, one without, one after the other): the machine's drift cancels.
+    pairs = [
+        100 * (statistics.median(with_run["epoch_seconds"]) - statistics.median(plain["epoch_seconds"]))
+        / statistics.median(plain["epoch_seconds"])
+        for with_run, plain in zip(copies, [run for run in results if run["replicas"] == 0])
+    ]
+    cpu = [run["replicator_cpu_seconds"] for run in copies if run["replicator_cpu_seconds"] is not None]
+    cpu_share = [
+        100 * run["replicator_cpu_seconds"] / (run["train_seconds"] * CORES)
+        for run in copies
+        if run["replicator_cpu_seconds"] is not None and run["train_seconds"]
+    ]
     copy_seconds = [value for run in copies for value in run["copy_seconds"]]
     sizes = [value for run in copies for value in run["copy_bytes"]]
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -107,8 +124,15 @@ def report(results: list[dict[str, Any]]) -> str:
             f"| seconds per copy, median | {statistics.median(copy_seconds) if copy_seconds else 0:.2f} | - |",
             f"| bytes per checkpoint | {statistics.median(sizes) if sizes else 0:.0f} | - |",
             "",
-            f"An epoch with replicas took {100 * (with_copies - without) / without:+.1f}% of the time without. Each"
-            f" run's median epoch seconds, replicas 1: {per_run(1)}; replicas 0: {per_run(0)}.",
+            f"| replicator CPU seconds per run, launcher node | {statistics.median(cpu) if cpu else 0:.2f} | - |",
+            f"| its share of the machine's CPU while the ranks trained | {statistics.median(cpu_share) if cpu_share else 0:.2f}% | - |",
+            "",
+            f"An epoch with replicas took {100 * (with_copies - without) / without:+.1f}% of the time without (pooled"
+            f" medians); the alternated pairs' differences, median {statistics.median(pairs):+.1f}%"
+            f" ({', '.join(f'{value:+.1f}' for value in pairs)}). Each run's median epoch seconds, replicas 1:"
+            f" {per_run(1)}; replicas 0: {per_run(0)}. The replicator's CPU is what it can take from the ranks on the"
+            f" launcher node ({CORES} cores; each replica node does the mirror of it: decryption and unpacking): the"
+            " step time it can cost where the ranks use every core.",
             "",
         ]
     )

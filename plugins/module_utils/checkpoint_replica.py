@@ -16,8 +16,9 @@ keeps its last few) leaves the replicas too. ``tar`` keeps the files' modificati
 as equal (``signature``), and a later launch copies only what a node lacks.
 
 Each copy is one JSON line in the ``--log`` file: the entry, the node, whether it succeeded, its bytes, modification
-time and seconds; each removal one with ``removed``. The controller reads them (``restart.checkpoint_holders``): the
-last pass ends after the other nodes were listed for the summary.
+time and seconds; each removal one with ``removed``; the last line, the CPU seconds the replication took on the launcher
+node (``cpu_seconds``). The controller reads them (``restart.checkpoint_holders``): the last pass ends after the other
+nodes were listed for the summary.
 
 Pure Python standard library, Python 3.9+, so that any node's ``python3`` runs it; no Ansible imports.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -46,6 +48,8 @@ COPY_TIMEOUT = 1800
 LIST_TIMEOUT = 60
 # The last pass, after the launch script ended: the script waits for it, so its copies get at most this long.
 LAST_PASS_SECONDS = 15
+# What ``ssh -O check`` says of a running shared connection: its process.
+MASTER_PID = re.compile(r"Master running \(pid=(\d+)\)")
 
 # An entry's signature: its files' total bytes, their newest modification time (whole seconds, as tar keeps it) and
 # their number.
@@ -127,11 +131,11 @@ def to_remove(now: Dict[str, Signature], held: Dict[str, Signature], copied: Seq
 def unpack_command(directory: str, entry: str) -> str:
     """The node's shell command that unpacks an entry's tar stream (its stdin) beside ``directory`` and renames it
     into place (an entry of that name already there is replaced); the unpacking at a lower priority than the ranks
-    there, as the replicator's own side."""
+    there (the lowest, as the replicator's own side)."""
     quoted_dir, quoted_entry = shlex.quote(directory), shlex.quote(entry)
     incoming = f"{quoted_dir}/{INCOMING}"
     return (
-        f"set -e; mkdir -p {incoming}; rm -rf {incoming}/{quoted_entry}; nice -n 10 tar -C {incoming} -xf -;"
+        f"set -e; mkdir -p {incoming}; rm -rf {incoming}/{quoted_entry}; nice -n 19 tar -C {incoming} -xf -;"
         f" rm -rf {quoted_dir}/{quoted_entry}; mv {incoming}/{quoted_entry} {quoted_dir}/{quoted_entry}"
     )
 
@@ -201,10 +205,31 @@ class Node:
         if opened.returncode == 0:
             self.control = control
 
-    def close(self) -> None:
-        """Close the shared connection, if one is open."""
-        if self.control:
-            subprocess.run(self.argv(["-O", "exit"]), capture_output=True, timeout=LIST_TIMEOUT, check=False)
+    def close(self) -> float:
+        """Close the shared connection, if one is open; the CPU seconds its process took (0 when none or unknown):
+        it runs in the background, not as a child whose time this program's own includes."""
+        if not self.control:
+            return 0.0
+        checked = subprocess.run(self.argv(["-O", "check"]), capture_output=True, text=True, timeout=LIST_TIMEOUT, check=False)
+        master = MASTER_PID.search(checked.stderr)
+        cpu_seconds = process_cpu_seconds(int(master.group(1))) if master else 0.0
+        subprocess.run(self.argv(["-O", "exit"]), capture_output=True, timeout=LIST_TIMEOUT, check=False)
+        return cpu_seconds
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """The user and system CPU seconds of a live process (/proc/<pid>/stat), 0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            after_name = stat.read().rsplit(")", 1)[1].split()
+        return (int(after_name[11]) + int(after_name[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def own_cpu_seconds() -> float:
+    """This program's CPU seconds and those of the children it waited for (tar, ssh)."""
+    return sum(os.times()[:4])
 
 
 class Replicator:
@@ -288,6 +313,12 @@ class Replicator:
             record["error"] = error or "tar failed"
         self._record(record)
 
+    def record_cost(self, cpu_seconds: float) -> None:
+        """The last line of the log: the CPU seconds the replication took on the launcher node (this program, its
+        tar and ssh calls, the shared connections): what it took from the ranks there. Each replica node does the
+        mirror of it (its sshd's decryption, the unpacking), not counted here."""
+        self._record({"ok": True, "cpu_seconds": round(cpu_seconds, 3)})
+
     def _record(self, record: dict) -> None:
         line = json.dumps({"time": time.time(), **record})
         try:
@@ -313,15 +344,16 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str]) -> int:
     arguments = parse_arguments(argv)
-    os.nice(10)
+    os.nice(19)  # the lowest priority: the ranks' CPU first (and the disk: its I/O priority follows)
     control_dir = tempfile.mkdtemp(prefix="replicate-")  # mode 0700: the shared connections' sockets
     nodes = [Node(name, address, arguments.port, control_dir) for name, address in arguments.node]
+    replicator = Replicator(arguments.dir, nodes, arguments.log)
     try:
-        replicate(arguments, Replicator(arguments.dir, nodes, arguments.log))
+        replicate(arguments, replicator)
     finally:
-        for node in nodes:
-            node.close()
+        shared_cpu_seconds = sum(node.close() for node in nodes)
         shutil.rmtree(control_dir, ignore_errors=True)
+        replicator.record_cost(own_cpu_seconds() + shared_cpu_seconds)
     return 0
 
 

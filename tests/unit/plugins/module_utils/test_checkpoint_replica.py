@@ -28,6 +28,7 @@ from ansible_collections.multinode.training.plugins.module_utils.checkpoint_repl
     is_candidate,
     listing_command,
     local_listing,
+    process_cpu_seconds,
     remove_command,
     signatures_from_listing,
     to_copy,
@@ -628,3 +629,53 @@ def test_a_node_whose_shared_connection_does_not_open_is_called_one_connection_a
     calls = cluster.ssh_calls()
     assert " -M " in calls[0] and not any("ControlPath" in call for call in calls[1:])
     assert all(copy["ok"] for copy in cluster.copies()) and len(cluster.copies()) == 2
+
+
+def test_the_program_s_last_record_is_the_cpu_the_replication_took(cluster: Cluster) -> None:
+    checkpoint(cluster)
+    parent = subprocess.Popen(["sleep", "30"])
+    program = start_program(cluster, parent.pid)
+    try:
+        wait_for(lambda: len(cluster.copies()) >= 2, "the copies of the complete entries")
+        parent.kill()
+        parent.wait()
+        code, _output = ended(program)
+    finally:
+        for process in (program, parent):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    last = cluster.records()[-1]
+    assert code == 0
+    assert set(last) == {"time", "ok", "cpu_seconds"}
+    # Its own Python and the tar and ssh calls it waited for: some CPU, less than the seconds it ran for.
+    assert 0 < last["cpu_seconds"] < 30
+
+
+def test_a_process_s_cpu_seconds_are_read_from_proc() -> None:
+    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ninput()"
+    busy = subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.PIPE)
+    try:
+        wait_for(lambda: process_cpu_seconds(busy.pid) >= 0.3, "the busy loop's 0.3 CPU seconds")
+        assert process_cpu_seconds(busy.pid) < 5
+    finally:
+        busy.communicate(b"\n", timeout=10)
+    assert process_cpu_seconds(busy.pid) == 0.0  # gone: nothing to read
+
+
+def test_closing_a_shared_connection_says_the_cpu_its_process_took(cluster: Cluster, tmp_path: Path) -> None:
+    # The stand-in's shared connection says it is this test's own process, whose CPU is well above 0.
+    node = Node("node2", "10.0.0.2", PORT, str(tmp_path / "control"))
+    node.run("true", 10)
+    ssh = cluster.root.parent / "bin" / "ssh"
+    ssh.write_text(
+        f'#!/bin/bash\nprintf "%s\\n" "$*" >>{shlex.quote(str(cluster.root))}/ssh-calls.log\n'
+        f'[[ "$*" != *"-O check"* ]] || echo "Master running (pid={os.getpid()})" >&2\n'
+    )
+    assert node.close() == pytest.approx(process_cpu_seconds(os.getpid()), abs=1.0)
+    assert [call.rsplit(" -- ", 1)[0].rsplit(" -O ", 1)[1] for call in cluster.ssh_calls()[-2:]] == ["check", "exit"]
+
+
+def test_closing_a_node_without_a_shared_connection_costs_nothing(cluster: Cluster) -> None:
+    assert Node("node2", "10.0.0.2", PORT).close() == 0.0
+    assert cluster.ssh_calls() == []
