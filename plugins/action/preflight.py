@@ -97,6 +97,9 @@ class ActionModule(ActionBase):
         for host, (host_values, template_problems) in values.items():
             effective = {**defaults, **host_values}
             own = template_problems + preflight.value_problems(options, host_values) + preflight.ranks_per_node_problems(effective)
+            if scope == "job":
+                # The Kubernetes entry point: what the operators would refuse, judged here so its rendering need not.
+                own += preflight.kubernetes_problems(effective)
             found += [(host, problem) for problem in own]
         if scope == "run":
             # A job and its provisioning need every node (teardown.yml and check.yml, with no phase, may take fewer).

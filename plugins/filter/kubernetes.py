@@ -21,13 +21,16 @@ _FIELDS = tuple(field.name for field in fields(kubernetes_job.KubernetesJob))
 
 
 def kubernetes_manifest(job: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    """``kind`` (PyTorchJob, TrainJob or MPIJob) for ``job`` (the fields of module_utils' KubernetesJob)."""
+    """``kind`` (PyTorchJob, TrainJob or MPIJob) for ``job`` (the fields of module_utils' KubernetesJob), as given:
+    the launcher role's preflight judged the inputs the job was described from (kubernetes_job's rules)."""
     unknown = sorted(set(job) - set(_FIELDS))
     if unknown:
         raise AnsibleFilterError(f"kubernetes_manifest: unknown fields {unknown}; expected some of {list(_FIELDS)}")
+    if kind not in kubernetes_job.KINDS:
+        raise AnsibleFilterError(f"kubernetes_manifest: unknown kind {kind!r}; expected one of {list(kubernetes_job.KINDS)}")
     try:
         return kubernetes_job.render(kubernetes_job.KubernetesJob(**plain(job)), kind)
-    except (TypeError, kubernetes_job.KubernetesJobError) as exc:
+    except TypeError as exc:
         raise AnsibleFilterError(f"kubernetes_manifest: {exc}") from exc
 
 

@@ -15,6 +15,10 @@ API; nothing here talks to a cluster. The fields written are those of the CRDs o
 
 torchrun jobs become a PyTorchJob or a TrainJob, mpiexec (Intel MPI) and mpirun (Open MPI) jobs an MPIJob.
 
+The renderers trust their job. What an operator would refuse is said by the rule functions below (each returns a
+problem or None), which the preflight applies to the launcher role's Kubernetes inputs before anything is rendered:
+the Kubernetes path has no validator of its own.
+
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
 
@@ -22,10 +26,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
-from ansible_collections.multinode.training.plugins.module_utils.rank_contract import ENV_NAME
 
 # The launchers that run on Kubernetes, and the ones each kind can start (their registry entries' kubernetes_kinds).
 LAUNCHERS = tuple(name for name, launcher in REGISTRY.items() if launcher.kubernetes_kinds)
@@ -98,10 +101,6 @@ DATA_VOLUME = "data"
 OUTPUT_VOLUME = "outputs"
 
 
-class KubernetesJobError(ValueError):
-    """A job description no Kubernetes manifest can be rendered from."""
-
-
 @dataclass(frozen=True)
 class KubernetesJob:
     """One training job: ``nodes`` pods, ``procs_per_node`` ranks in each, every rank running ``command``.
@@ -134,36 +133,15 @@ class KubernetesJob:
     max_restarts: int = 0
 
 
-# ---------------------------------------------------------------- validation
-
-
-def check(job: KubernetesJob) -> None:
-    """Raise KubernetesJobError naming the first field that no operator would accept, and what is allowed."""
-    if job.launcher not in LAUNCHERS:
-        raise KubernetesJobError(f"launcher: {job.launcher!r} is not one of {', '.join(LAUNCHERS)}")
-    _check_count("nodes", job.nodes)
-    _check_count("procs_per_node", job.procs_per_node)
-    _check_count("max_restarts", job.max_restarts, minimum=0)
-    _check_name("name", job.name, DNS_1035_LABEL, LABEL_MAX, _LABEL_1035)
-    _check_name("namespace", job.namespace, DNS_1123_LABEL, LABEL_MAX, _LABEL_1123)
-    _check_image(job.image)
-    _check_command(job.command)
-    _check_env(job)
-    _check_resources(job.resources)
-    for what, claim in (("data_claim", job.data_claim), ("output_claim", job.output_claim)):
-        if claim is not None:
-            _check_name(what, claim, DNS_1123_SUBDOMAIN, SUBDOMAIN_MAX, _SUBDOMAIN)
-    if job.proxy_config_map is not None:
-        _check_name("proxy_config_map", job.proxy_config_map, DNS_1123_SUBDOMAIN, SUBDOMAIN_MAX, _SUBDOMAIN)
-    _check_mounts(job)
-
-
-def _check_count(what: str, value: Any, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise KubernetesJobError(f"{what}: must be a whole number >= {minimum}, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise KubernetesJobError(f"{what}: must be a whole number >= {minimum}, got {value}")
-
+# ---------------------------------------------------------------- rules
+#
+# What the operators would refuse, one input at a time: each function returns what is wrong, or None. The preflight
+# (plugin_utils/preflight.py) judges the launcher role's Kubernetes inputs with them before anything is described,
+# rendered or written; the renderers below trust the job they are given and judge nothing themselves.
+# Fields no input of the role can make invalid have no rule: ``command`` is written by kubernetes_run.describe
+# (python3, then launcher_script, which the preflight's own rule holds to a non-empty relative path), every ``env``
+# value is made a string there (the preflight refuses lists and mappings), and ``ssh_auth_mount_path`` is no
+# variable of the role (its default is used).
 
 _LABEL_1035 = (
     "an RFC 1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or"
@@ -176,49 +154,83 @@ _LABEL_1123 = (
 _SUBDOMAIN = f"a DNS subdomain: DNS labels joined by '.', at most {SUBDOMAIN_MAX} characters"
 
 
-def _check_name(what: str, value: Any, pattern: re.Pattern[str], limit: int, allowed: str) -> None:
-    if not isinstance(value, str) or len(value) > limit or not pattern.fullmatch(value):
-        raise KubernetesJobError(f"{what}: {value!r} is not {allowed}")
+def _name_problem(value: Any, pattern: re.Pattern[str], limit: int, allowed: str) -> str | None:
+    if isinstance(value, str) and len(value) <= limit and pattern.fullmatch(value):
+        return None
+    return f"{value!r} is not {allowed}"
 
 
-def _check_image(image: Any) -> None:
+def job_name_problem(name: Any) -> str | None:
+    """The custom resource's name: an RFC 1035 label (it becomes the pods' host names and Service names)."""
+    return _name_problem(name, DNS_1035_LABEL, LABEL_MAX, _LABEL_1035)
+
+
+def namespace_problem(namespace: Any) -> str | None:
+    return _name_problem(namespace, DNS_1123_LABEL, LABEL_MAX, _LABEL_1123)
+
+
+def object_name_problem(name: Any) -> str | None:
+    """A PersistentVolumeClaim's or ConfigMap's name: a DNS subdomain."""
+    return _name_problem(name, DNS_1123_SUBDOMAIN, SUBDOMAIN_MAX, _SUBDOMAIN)
+
+
+def launcher_problem(launcher: Any) -> str | None:
+    """A launcher no kind runs."""
+    if launcher in LAUNCHERS:
+        return None
+    return f"{launcher!r} has no Kubernetes kind; use one of {', '.join(LAUNCHERS)}"
+
+
+def kind_problem(kind: Any, launcher: Any) -> str | None:
+    """A kind that cannot start ``launcher``'s ranks; '' (the launcher's usual kind) fits every launcher. A kind
+    outside KINDS is the argument spec's to report (its choices), a launcher no kind runs launcher_problem's."""
+    if kind not in KINDS or launcher not in LAUNCHERS or launcher in KINDS[kind]:
+        return None
+    fits = [other for other, launchers in KINDS.items() if launcher in launchers]
+    return f"a {kind} runs {' or '.join(KINDS[kind])} jobs, not launcher_type {launcher!r}; use {' or '.join(fits)}"
+
+
+def _longest_host_name(name: str, kind: str, nodes: int) -> str:
+    """The longest pod host name the ``kind``'s operator derives from the job name: it must be an RFC 1035 label too."""
+    return {
+        "PyTorchJob": f"{name}-worker-{max(nodes - 2, 0)}",
+        "TrainJob": f"{name}-{TRAIN_REPLICATED_JOB}-0-{nodes - 1}",
+        "MPIJob": f"{name}-worker-{nodes - 1}",
+    }[kind]
+
+
+def host_name_problem(name: str, kind: str, nodes: int) -> str | None:
+    host = _longest_host_name(name, kind, nodes)
+    if len(host) <= LABEL_MAX:
+        return None
+    return f"too long for a {kind} of {nodes} nodes: its pod host name {host!r} would exceed {LABEL_MAX} characters"
+
+
+def image_problem(image: Any) -> str | None:
     match = IMAGE_REFERENCE.fullmatch(image) if isinstance(image, str) else None
-    if match is None or len(match.group("name")) > IMAGE_NAME_MAX:
-        raise KubernetesJobError(
-            f"image: {image!r} is not an image reference [registry[:port]/]path[:tag][@sha256:<64 hex digits>]"
-            " with a lowercase path (letters, digits, '.', '_', '-'), a tag of at most 128 letters, digits,"
-            " '_', '.' and '-' (not starting with '.' or '-'), and no spaces"
+    if match is not None and len(match.group("name")) <= IMAGE_NAME_MAX:
+        return None
+    return (
+        f"{image!r} is not an image reference [registry[:port]/]path[:tag][@sha256:<64 hex digits>]"
+        " with a lowercase path (letters, digits, '.', '_', '-'), a tag of at most 128 letters, digits,"
+        " '_', '.' and '-' (not starting with '.' or '-'), and no spaces"
+    )
+
+
+def env_problem(names: Iterable[str], launcher: str, claimed: Iterable[str]) -> str | None:
+    """Rank variables the job may not set: those the operator of ``launcher``'s kind sets itself, and ``claimed``
+    (DATA_DIR, OUTPUT_DIR: set from a claim's mount path). The names' own form is the preflight's environment rule."""
+    reserved = RESERVED_ENV["torchrun" if launcher == "torchrun" else "mpi"]
+    by_operator = sorted(set(names) & reserved)
+    from_claims = sorted(set(names) & set(claimed))
+    problems = []
+    if by_operator:
+        problems.append(
+            f"the operator sets {', '.join(by_operator)} itself for {launcher} jobs; it reserves {', '.join(sorted(reserved))}"
         )
-
-
-def _check_command(command: Any) -> None:
-    if (
-        not isinstance(command, (list, tuple))
-        or not command
-        or not all(isinstance(word, str) for word in command)
-        or not command[0]
-    ):
-        raise KubernetesJobError(f"command: must be a non-empty list of strings (the program first), got {command!r}")
-
-
-def _check_env(job: KubernetesJob) -> None:
-    if not isinstance(job.env, Mapping):
-        raise KubernetesJobError(f"env: must be a mapping of variable names to strings, got {job.env!r}")
-    reserved = RESERVED_ENV["torchrun" if job.launcher == "torchrun" else "mpi"]
-    for name, value in job.env.items():
-        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-            raise KubernetesJobError(
-                f"env: {name!r} is not a variable name (a letter or '_', then letters, digits or '_')"
-            )
-        if not isinstance(value, str):
-            raise KubernetesJobError(f"env: {name} must be a string, got {value!r}")
-        if name in reserved:
-            raise KubernetesJobError(
-                f"env: {name} is set by the operator for {job.launcher} jobs; reserved: {', '.join(sorted(reserved))}"
-            )
-    for name, claim in (("DATA_DIR", job.data_claim), ("OUTPUT_DIR", job.output_claim)):
-        if claim is not None and name in job.env:
-            raise KubernetesJobError(f"env: {name} is set from the claim's mount path; leave it out of env")
+    if from_claims:
+        problems.append(f"{', '.join(from_claims)} comes from the claim's mount path; leave it out")
+    return "; ".join(problems) or None
 
 
 # The resource names Kubernetes itself defines without a domain; any other (a device plugin's) is domain-qualified.
@@ -231,8 +243,7 @@ def _native_or_qualified(name: str) -> bool:
 
 
 def resources_problem(resources: Any) -> str | None:
-    """What is wrong with a pod's resources (requests and limits alike), or None: the one rule of both entry points
-    (the preflight's ``launcher_kubernetes_resources``, and check())."""
+    """What is wrong with a pod's resources (requests and limits alike), or None."""
     if not isinstance(resources, Mapping):
         return f"must be a mapping such as {{'cpu': '4', 'memory': '8Gi'}}, got {resources!r}"
     for name, quantity in resources.items():
@@ -246,42 +257,16 @@ def resources_problem(resources: Any) -> str | None:
     return None
 
 
-def _check_resources(resources: Any) -> None:
-    problem = resources_problem(resources)
-    if problem:
-        raise KubernetesJobError(f"resources: {problem}")
+def mount_problem(path: Any) -> str | None:
+    """Where a claim is mounted in the rank containers."""
+    if isinstance(path, str) and path.startswith("/") and ":" not in path and len(path) >= 2:
+        return None
+    return f"{path!r} is not allowed; use an absolute path other than '/' without ':'"
 
 
-def _check_mounts(job: KubernetesJob) -> None:
-    paths = {
-        "data_mount": job.data_mount,
-        "output_mount": job.output_mount,
-        "ssh_auth_mount_path": job.ssh_auth_mount_path,
-    }
-    for what, path in paths.items():
-        if not isinstance(path, str) or not path.startswith("/") or ":" in path or len(path) < 2:
-            raise KubernetesJobError(f"{what}: must be an absolute path other than '/' without ':', got {path!r}")
-    if job.data_claim is not None and job.output_claim is not None and job.data_mount == job.output_mount:
-        raise KubernetesJobError(f"output_mount: {job.output_mount!r} is also data_mount; mount the claims apart")
-
-
-def _check_kind(job: KubernetesJob, kind: str) -> None:
-    if kind not in KINDS:
-        raise KubernetesJobError(f"kind: {kind!r} is not one of {', '.join(KINDS)}")
-    if job.launcher not in KINDS[kind]:
-        fits = [other for other, launchers in KINDS.items() if job.launcher in launchers]
-        raise KubernetesJobError(
-            f"kind: a {kind} runs {' or '.join(KINDS[kind])} jobs, not launcher {job.launcher!r};"
-            f" render it as {' or '.join(fits)}"
-        )
-
-
-def _check_host_name(kind: str, host: str) -> None:
-    """The longest pod host name the operator derives from the job name must still be an RFC 1035 label."""
-    if len(host) > LABEL_MAX:
-        raise KubernetesJobError(
-            f"name: too long for a {kind}: its pod host name {host!r} would exceed {LABEL_MAX} characters"
-        )
+def shared_mount_problem(data_mount: str, output_mount: str) -> str | None:
+    """Both claims mounted at one path (judged when both are set)."""
+    return f"{output_mount!r} is also the data claim's mount path; mount the claims apart" if data_mount == output_mount else None
 
 
 # ---------------------------------------------------------------- shared pieces
@@ -374,9 +359,6 @@ def pytorch_job(job: KubernetesJob) -> dict[str, Any]:
     (the script's own error), at most ``max_restarts`` times. The operator adds the master port
     (``pytorchjob-port``, 23456) to the ``pytorch`` container.
     """
-    check(job)
-    _check_kind(job, "PyTorchJob")
-    _check_host_name("PyTorchJob", f"{job.name}-worker-{max(job.nodes - 2, 0)}")
     replica_specs = {"Master": _pytorch_replicas(job, 1)}
     if job.nodes > 1:
         replica_specs["Worker"] = _pytorch_replicas(job, job.nodes - 1)
@@ -410,9 +392,6 @@ def train_job(job: KubernetesJob) -> dict[str, Any]:
     takes ``env`` only, and the runtime patch of a container takes ``env``, ``volumeMounts`` and
     ``securityContext``), so a proxy must come from the ClusterTrainingRuntime or from ``env``.
     """
-    check(job)
-    _check_kind(job, "TrainJob")
-    _check_host_name("TrainJob", f"{job.name}-{TRAIN_REPLICATED_JOB}-0-{job.nodes - 1}")
     trainer: dict[str, Any] = {
         "image": job.image,
         "command": _torchrun_command(job),
@@ -459,9 +438,6 @@ def mpi_job(job: KubernetesJob) -> dict[str, Any]:
     the launcher ends. The claims are mounted in the workers, where the ranks run; ``resources`` apply to
     the workers, the launcher only runs the MPI launcher.
     """
-    check(job)
-    _check_kind(job, "MPIJob")
-    _check_host_name("MPIJob", f"{job.name}-worker-{job.nodes - 1}")
     launcher = _container(job, "mpi-launcher", _mpi_launch_command(job), mounts=False, resources=False)
     worker = _container(job, "mpi-worker", _sshd_command(job))
     worker["readinessProbe"] = {"tcpSocket": {"port": MPI_SSH_PORT}, "initialDelaySeconds": 2}
@@ -544,7 +520,4 @@ _RENDERERS: dict[str, Callable[[KubernetesJob], dict[str, Any]]] = {
 
 def render(job: KubernetesJob, kind: str) -> dict[str, Any]:
     """The ``kind`` manifest of ``job``: PyTorchJob or TrainJob for torchrun, MPIJob for mpiexec and mpirun."""
-    renderer = _RENDERERS.get(kind)
-    if renderer is None:
-        raise KubernetesJobError(f"kind: {kind!r} is not one of {', '.join(_RENDERERS)}")
-    return renderer(job)
+    return _RENDERERS[kind](job)

@@ -28,13 +28,7 @@ import posixpath
 import re
 from typing import Any, Mapping, Sequence
 
-from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job import (
-    KINDS,
-    LAUNCHERS,
-    KubernetesJob,
-    KubernetesJobError,
-    check,
-)
+from ansible_collections.multinode.training.plugins.module_utils.kubernetes_job import LAUNCHERS
 from ansible_collections.multinode.training.plugins.module_utils.kubernetes_crd import TARGETS
 from ansible_collections.multinode.training.plugins.module_utils.launch import REGISTRY
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
@@ -60,26 +54,6 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 
-# The launcher role's variable behind each field of a KubernetesJob, for errors that name what the user set.
-VARIABLES = {
-    "name": "launcher_job_id",
-    "image": "launcher_kubernetes_image",
-    "command": "launcher_script",
-    "nodes": "launcher_kubernetes_nodes",
-    "procs_per_node": "launcher_nproc_per_node",
-    "launcher": "launcher_type",
-    "namespace": "launcher_kubernetes_namespace",
-    "env": "launcher_env",
-    "resources": "launcher_kubernetes_resources",
-    "data_claim": "launcher_kubernetes_data_claim",
-    "output_claim": "launcher_kubernetes_output_claim",
-    "data_mount": "launcher_kubernetes_data_mount",
-    "output_mount": "launcher_kubernetes_output_mount",
-    "proxy_config_map": "launcher_kubernetes_proxy_config_map",
-    "max_restarts": "launcher_max_restarts",
-}
-
-
 class KubernetesRunError(ValueError):
     """An input no run on Kubernetes can be described with."""
 
@@ -91,16 +65,9 @@ def _known_kind(kind: str) -> str:
 
 
 def kind_for(launcher: str, kind: str = "") -> str:
-    """The custom resource kind of a ``launcher`` job: ``kind`` when given, else the launcher's usual one."""
-    if kind:
-        if launcher not in KINDS[_known_kind(kind)]:
-            raise KubernetesRunError(
-                f"launcher_kubernetes_kind: a {kind} runs {' or '.join(KINDS[kind])} jobs, not launcher_type {launcher!r}"
-            )
-        return kind
-    if launcher not in DEFAULT_KIND:
-        raise KubernetesRunError(f"launcher: {launcher!r} has no Kubernetes kind; use one of {', '.join(DEFAULT_KIND)}")
-    return DEFAULT_KIND[launcher]
+    """The custom resource kind of a ``launcher`` job: ``kind`` when given, else the launcher's usual one (the
+    preflight's kubernetes_job.kind_problem and launcher_problem refused a pair that does not fit)."""
+    return kind or DEFAULT_KIND[launcher]
 
 
 def resource_name(job_id: str) -> str:
@@ -114,14 +81,9 @@ def resource_name(job_id: str) -> str:
 
 
 def _procs_per_node(value: Any) -> int:
-    """``auto`` is one rank per pod, as the operators' ``nprocPerNode: auto`` gives a CPU pod."""
-    if str(value) == "auto":
-        return 1
-    if not re.fullmatch(r"[0-9]+", str(value)) or int(value) < 1:
-        raise KubernetesRunError(
-            f"launcher_nproc_per_node: {value!r} is not allowed; use a whole number >= 1 or 'auto'"
-        )
-    return int(value)
+    """``auto`` is one rank per pod, as the operators' ``nprocPerNode: auto`` gives a CPU pod; else the whole number
+    the preflight let through (launcher_nproc_per_node)."""
+    return 1 if str(value) == "auto" else int(str(value))
 
 
 def _threads(omp_num_threads: Any, procs_per_node: int, resources: Mapping[str, Any]) -> str | None:
@@ -137,26 +99,40 @@ def _threads(omp_num_threads: Any, procs_per_node: int, resources: Mapping[str, 
     return None
 
 
+# The placeholders of launcher_script_args that need a claim on Kubernetes, and the variable that sets it.
+CLAIMED_PLACEHOLDERS = {
+    "data_dir": "launcher_kubernetes_data_claim",
+    "output_dir": "launcher_kubernetes_output_claim",
+    "checkpoint_dir": "launcher_kubernetes_output_claim",
+}
+
+
+def placeholder_problem(script_args: Sequence[Any], data_claim: str, output_claim: str) -> str | None:
+    """A placeholder of launcher_script_args whose path the job does not have (its claim is not set), or None."""
+    claims = {"launcher_kubernetes_data_claim": data_claim, "launcher_kubernetes_output_claim": output_claim}
+    missing = [
+        f"{{{name}}} has no value on Kubernetes without {CLAIMED_PLACEHOLDERS[name]}"
+        for name in dict.fromkeys(placeholders_in([str(word) for word in script_args]))
+        if name in CLAIMED_PLACEHOLDERS and not claims[CLAIMED_PLACEHOLDERS[name]]
+    ]
+    return "; ".join(missing) or None
+
+
 def _command(script: str, script_args: Sequence[str], workdir: str, mounts: Mapping[str, str]) -> list[str]:
     """``python3 <script> <args>``, the script under ``workdir`` (where the image holds the code) when given.
 
     The placeholders of launcher_script_args mean what they mean under SSH: ``{data_dir}`` and
     ``{output_dir}`` are the claims' mount paths, ``{checkpoint_dir}`` a directory on the output claim,
-    ``{work_dir}`` the code's directory; a placeholder whose place the job does not have is refused.
+    ``{work_dir}`` the code's directory; one whose claim is not set was refused by the preflight
+    (placeholder_problem).
     """
     values = {name: mounts.get(name, "") for name in PLACEHOLDERS}
-    for name in placeholders_in([str(word) for word in script_args]):
-        if name != "resume_from" and not values[name]:
-            raise KubernetesRunError(
-                f"launcher_script_args: {{{name}}} has no value on Kubernetes without "
-                f"launcher_kubernetes_{'data' if name == 'data_dir' else 'output'}_claim"
-            )
     program = posixpath.join(workdir, script) if workdir else script
     return ["python3", program, *expand_placeholders([str(word) for word in script_args], values)]
 
 
 def _whole(value: Any) -> Any:
-    """Extra vars come as strings: a whole number as an int; anything else is left for kubernetes_job.check to refuse."""
+    """Extra vars come as strings: a whole number as an int (the preflight refused anything else)."""
     return int(value) if re.fullmatch(r"[0-9]+", str(value)) else value
 
 
@@ -205,13 +181,6 @@ def describe(params: Mapping[str, Any]) -> dict[str, Any]:
         "proxy_config_map": params.get("proxy_config_map") or None,
         "max_restarts": _whole(params.get("max_restarts", 0)),
     }
-    try:
-        check(KubernetesJob(**job))
-    except KubernetesJobError as exc:
-        field, problem = (str(exc).split(": ", 1) + [""])[:2]
-        raise KubernetesRunError(
-            f"{VARIABLES[field]} ({field}): {problem}" if field in VARIABLES else str(exc)
-        ) from None
     return {
         "kind": kind,
         "api_version": API_VERSIONS[kind],

@@ -57,7 +57,10 @@ options:
       - C(run) judges a run on an inventory of nodes (the values, that the hosts agree on every cluster-wide input,
         the inventory's shape and the controller's paths).
       - C(job) judges only the values the play's hosts set, with the same rules and words; for the Kubernetes entry
-        point, whose only host is the controller and whose script is in its image.
+        point, whose only host is the controller and whose script is in its image. It also judges what the Kubeflow
+        operators would refuse of the job's values taken together (a kind that does not run C(launcher_type), a rank
+        variable the operator or a claim sets, both claims on one path, a placeholder without its claim, the custom
+        resource's and its pods' names), so the rendering that follows judges nothing itself.
     type: str
     choices: [run, job]
     default: run

@@ -8,6 +8,7 @@ a user sees every mistake of a run at once.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -22,7 +23,8 @@ from urllib.parse import urlsplit
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, launch, slurm
+from ansible_collections.multinode.training.plugins.module_utils import kubernetes_job, kubernetes_run, launch, slurm
+from ansible_collections.multinode.training.plugins.module_utils.job_id import job_id
 from ansible_collections.multinode.training.plugins.module_utils.launch_script import (
     ADDRESS_TEXT,
     NUL_TEXT,
@@ -138,6 +140,15 @@ def _environment(value: Any) -> str | None:
     return "; ".join(messages) or None
 
 
+def _unless_empty(rule: Rule) -> Rule:
+    """``rule`` for an input whose empty value means none (or, for a namespace, the default one)."""
+
+    def judged(value: Any) -> str | None:
+        return None if value in ("", None) else rule(value)
+
+    return judged
+
+
 def _no_longer_read(hint: str) -> Rule:
     """A variable the roles no longer read: any value set for it would be ignored silently."""
 
@@ -217,6 +228,15 @@ NAMED_RULES: dict[str, Rule] = {
     "launcher_checkpoint_replicas": _int_in(0, None, "0 (no copies) or how many other nodes get each checkpoint"),
     "launcher_env": _environment,
     "oneapi_verify_env": _environment,
+    # The Kubernetes entry point's inputs, by the rules of module_utils/kubernetes_job.py (the renderers trust them).
+    "launcher_kubernetes_image": kubernetes_job.image_problem,
+    "launcher_kubernetes_nodes": _int_in(1, None, "a whole number of pods >= 1"),
+    "launcher_kubernetes_namespace": _unless_empty(kubernetes_job.namespace_problem),
+    "launcher_kubernetes_data_claim": _unless_empty(kubernetes_job.object_name_problem),
+    "launcher_kubernetes_output_claim": _unless_empty(kubernetes_job.object_name_problem),
+    "launcher_kubernetes_proxy_config_map": _unless_empty(kubernetes_job.object_name_problem),
+    "launcher_kubernetes_data_mount": kubernetes_job.mount_problem,
+    "launcher_kubernetes_output_mount": kubernetes_job.mount_problem,
     "launcher_kubernetes_resources": kubernetes_job.resources_problem,
     **{old: _no_longer_read(f"set {new} instead (per host, per group or -e)") for old, new in RENAMED.items()},
     **{old: _no_longer_read(why) for old, why in REMOVED.items()},
@@ -453,6 +473,63 @@ def ranks_per_node_problems(values: Mapping[str, Any]) -> list[Problem]:
         return []
     message = f"{ranks!r} is not allowed with launcher_type={launcher.name}, which runs one worker per node (it uses the node's cores itself); use 1 or auto"
     return [Problem("launcher_nproc_per_node", message)]
+
+
+def kubernetes_problems(values: Mapping[str, Any]) -> list[Problem]:
+    """What the Kubeflow operators would refuse in a job on Kubernetes (the launcher role's kubernetes entry point,
+    scope job) that no one variable shows alone: a launcher or kind that cannot run it, rank variables the operator
+    or a claim sets, both claims on one path, a placeholder without its claim, the job's resource and pod names.
+    Each variable's own rule (value_problems) judges it alone. ``values`` are the job's own, over the defaults."""
+    launcher = str(values.get("launcher_type"))
+    claims = {name: str(values.get(f"launcher_kubernetes_{name}_claim") or "") for name in ("data", "output")}
+    claimed_env = [env for env, claim in (("DATA_DIR", "data"), ("OUTPUT_DIR", "output")) if claims[claim]]
+    found = {
+        # A launcher the argument spec does not know is the spec's to report.
+        "launcher_type": kubernetes_job.launcher_problem(launcher) if launcher in launch.REGISTRY else None,
+        "launcher_kubernetes_kind": kubernetes_job.kind_problem(str(values.get("launcher_kubernetes_kind") or ""), launcher),
+        "launcher_env": kubernetes_job.env_problem([str(name) for name in _mapped(values.get("launcher_env"))], launcher, claimed_env),
+        "launcher_kubernetes_output_mount": _shared_mount_problem(values, claims),
+        "launcher_script_args": kubernetes_run.placeholder_problem(_listed(values.get("launcher_script_args")), claims["data"], claims["output"]),
+    }
+    return [Problem(name, message) for name, message in found.items() if message] + _job_name_problems(values)
+
+
+def _shared_mount_problem(values: Mapping[str, Any], claims: Mapping[str, str]) -> str | None:
+    if not (claims["data"] and claims["output"]):
+        return None
+    mounts = (str(values.get(f"launcher_kubernetes_{name}_mount")) for name in ("data", "output"))
+    return kubernetes_job.shared_mount_problem(*mounts)
+
+
+# The job id's time (module_utils/job_id.py) is only known when the job starts, after the preflight; its digits have
+# one width, so this stand-in gives the custom resource's name in its final length and characters.
+_STAND_IN_START = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+_STAND_IN_TEXT = f"{_STAND_IN_START:%Y%m%d-%H%M%S}"
+
+
+def _job_name_problems(values: Mapping[str, Any]) -> list[Problem]:
+    """The custom resource's name (kubernetes_run.resource_name of the job id) and its pods' host names are RFC 1035
+    labels; the variable named is the one that names the job (launcher_job_id, else launcher_job_name)."""
+    given, named = (str(values.get(name) or "") for name in ("launcher_job_id", "launcher_job_name"))
+    if OPTIONAL_NAME(given) or OPTIONAL_NAME(named):
+        return []  # their own rule says what is wrong
+    name = kubernetes_run.resource_name(job_id(given, named, str(values.get("launcher_type")), _STAND_IN_START))
+    problem = kubernetes_job.job_name_problem(name) or _host_name_problem(values, name)
+    if problem is None:
+        return []
+    variable = "launcher_job_id" if given else "launcher_job_name"
+    return [Problem(variable, f"names the job's custom resource: {problem.replace(_STAND_IN_TEXT, '<date>-<time>')}")]
+
+
+def _host_name_problem(values: Mapping[str, Any], name: str) -> str | None:
+    """The longest pod host name of the job's kind and nodes; a bad launcher, kind or count is reported on its own."""
+    launcher = str(values.get("launcher_type"))
+    kind = str(values.get("launcher_kubernetes_kind") or "")
+    nodes = str(values.get("launcher_kubernetes_nodes"))
+    fits = launcher in kubernetes_job.LAUNCHERS and kind in ("", *kubernetes_job.KINDS) and not kubernetes_job.kind_problem(kind, launcher)
+    if not fits or not re.fullmatch(r"[0-9]+", nodes) or int(nodes) < 1:
+        return None
+    return kubernetes_job.host_name_problem(name, kubernetes_run.kind_for(launcher, kind), int(nodes))
 
 
 def shell_word_problems(values: Mapping[str, Any]) -> list[Problem]:

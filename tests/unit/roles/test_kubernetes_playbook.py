@@ -325,10 +325,16 @@ def test_renders_only_without_a_kubeconfig(tmp_path: Path) -> None:
 
 
 def test_a_bad_job_fails_before_anything_is_written(tmp_path: Path) -> None:
-    result = run_playbook(tmp_path, "-e", "launcher_job_id=bad", "-e", "launcher_kubernetes_nodes=0")
+    """The preflight refuses it, a value alone and the job's values together, naming each variable: the rendering
+    judges nothing (test_preflight_kubernetes.py has every rule)."""
+    result = run_playbook(tmp_path, "-e", "launcher_job_id=bad", "-e", "launcher_kubernetes_nodes=0", "-e", '{"launcher_env": {"RANK": "0"}}')
     assert result.returncode != 0
-    assert "launcher_kubernetes_nodes (nodes): must be a whole number >= 1" in result.stdout
-    assert not (tmp_path / "runs").exists()
+    assert problem_lines(result.stdout) == {
+        "- launcher_kubernetes_nodes: 0 is not allowed; use a whole number of pods >= 1",
+        "- launcher_env: the operator sets RANK itself for torchrun jobs; it reserves MASTER_ADDR, MASTER_PORT,"
+        " PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, RANK, WORLD_SIZE",
+    }, result.stdout
+    assert "changed=0" in result.stdout and not (tmp_path / "runs").exists()
 
 
 # A job an SSH run refuses is refused on Kubernetes too, in the same words, before anything is written.
