@@ -123,7 +123,6 @@ def report(results: list[dict[str, Any]]) -> str:
             f"| copies to node2 per run | {statistics.median([run['copies'] for run in copies]):.0f} | 0 |",
             f"| seconds per copy, median | {statistics.median(copy_seconds) if copy_seconds else 0:.2f} | - |",
             f"| bytes per checkpoint | {statistics.median(sizes) if sizes else 0:.0f} | - |",
-            "",
             f"| replicator CPU seconds per run, launcher node | {statistics.median(cpu) if cpu else 0:.2f} | - |",
             f"| its share of the machine's CPU while the ranks trained | {statistics.median(cpu_share) if cpu_share else 0:.2f}% | - |",
             "",
