@@ -54,6 +54,7 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 
+
 class KubernetesRunError(ValueError):
     """An input no run on Kubernetes can be described with."""
 
