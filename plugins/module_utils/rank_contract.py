@@ -337,6 +337,8 @@ def _watcher(stack_dump_after: int) -> list[str]:
         '      parent[$pid]=${fields[1]} ticks[$pid]=$((fields[11] + fields[12]))',
         '      [ "$pid" != "$child" ] || state=${fields[0]}',
         "    done",
+        "    # The rank ended between the check above and the read of its stat: no beat (it would say 0 CPU seconds).",
+        "    [ \"$state\" != '?' ] || continue",
         "    total=0 top=$child top_ticks=-1",
         '    for pid in "${!ticks[@]}"; do',
         '      up=$pid',
