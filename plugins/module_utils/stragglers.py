@@ -8,8 +8,11 @@ samples/s are all the same and say nothing about which rank is slow. What differ
 slowest rank computes for the whole step, the others compute for their part and then wait in the collective for it.
 The rank wrapper's beats carry that share for every rank (``busy_percent``: the time its training loop was running
 or waiting for a CPU since the last beat, rank_contract.py). A rank busy ``(1 + margin)`` times the median rank's,
-beat after beat for ``after`` seconds, is a straggler: its steps take that much longer than the other ranks'
-median (``slower_by`` = its busy share over theirs, minus one). It must be busy at least ``MIN_BUSY_PERCENT`` (it is
+over the last ``after`` seconds (each rank's typical share then: the median of its beats in that window, once it
+has been watched that long), is a straggler: its steps take that much longer than the other ranks' median
+(``slower_by`` = its busy share over theirs, minus one). Most beats of the window, not every one: on a machine whose
+CPUs other work also wants, one beat in which the others waited for a CPU as long as the straggler says nothing of
+the seconds around it (a rule of every beat named no straggler on such a machine). It must be busy at least ``MIN_BUSY_PERCENT`` (it is
 the rank the others wait for) while the others' median is busy at least ``MIN_MEDIAN_PERCENT`` (the others are
 training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). A symmetric slowdown
 (every node as slow) names nobody. Each rank is named once per job.
@@ -71,7 +74,8 @@ class StragglerWatch:
     margin: float = DEFAULT_MARGIN
     after: float = DEFAULT_AFTER_SECONDS
     busy: dict[int, tuple[str, int]] = field(default_factory=dict)  # rank -> (node, its last busy percent)
-    slow_since: dict[int, float] = field(default_factory=dict)
+    history: dict[int, list[tuple[float, int]]] = field(default_factory=dict)  # rank -> its beats (time, busy)
+    first_seen: dict[int, float] = field(default_factory=dict)
     named: dict[int, Straggler] = field(default_factory=dict)
 
     def observe(self, records: Iterable[Mapping[str, Any]], now: float) -> list[Straggler]:
@@ -83,9 +87,13 @@ class StragglerWatch:
                 continue
             if kind == "ended":
                 self.busy.pop(rank, None)
-                self.slow_since.pop(rank, None)
+                self.history.pop(rank, None)
             elif kind == "beat" and isinstance(record.get("busy_percent"), int):
                 self.busy[rank] = (str(record.get("node")), int(record["busy_percent"]))
+                self.first_seen.setdefault(rank, now)
+                beats = self.history.setdefault(rank, [])
+                beats.append((now, int(record["busy_percent"])))
+                beats[:] = [(at, percent) for at, percent in beats if at > now - self.after] or beats[-1:]
                 straggler = self._judge(rank, now)
                 if straggler is not None:
                     self.named[rank] = straggler
@@ -93,15 +101,16 @@ class StragglerWatch:
         return found
 
     def _judge(self, rank: int, now: float) -> Straggler | None:
-        """The straggler ``rank`` became at ``now``, if its last beat made it one."""
-        if self.margin <= 0 or len(self.busy) < 2 or rank in self.named:
+        """The straggler ``rank`` became at ``now``, if its beats of the last ``after`` seconds made it one."""
+        if self.margin <= 0 or len(self.busy) < 2 or rank in self.named or now - self.first_seen[rank] < self.after:
             return None
-        node, busy = self.busy[rank]
-        median = statistics.median(percent for other, (_node, percent) in self.busy.items() if other != rank)
+        busy = round(self._typical(rank, now))
+        median = statistics.median(self._typical(other, now) for other in self.busy if other != rank)
         if busy < MIN_BUSY_PERCENT or median < MIN_MEDIAN_PERCENT or busy < (1 + self.margin) * median:
-            self.slow_since.pop(rank, None)
             return None
-        since = self.slow_since.setdefault(rank, now)
-        if now - since < self.after:
-            return None
-        return Straggler(rank, node, busy / median - 1, busy, median, now - since)
+        return Straggler(rank, self.busy[rank][0], busy / median - 1, busy, median, self.after)
+
+    def _typical(self, rank: int, now: float) -> float:
+        """``rank``'s busy share over the last ``after`` seconds: the median of its beats then, else its last one."""
+        window = [percent for at, percent in self.history.get(rank, []) if at > now - self.after]
+        return float(statistics.median(window)) if window else float(self.busy[rank][1])

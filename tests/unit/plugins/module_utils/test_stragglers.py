@@ -50,14 +50,25 @@ def test_a_straggler_is_named_once_and_kept() -> None:
     assert list(watch.named) == [1]
 
 
-def test_a_rank_that_recovers_starts_its_time_again() -> None:
+def test_one_beat_in_step_with_the_others_does_not_hide_a_straggler() -> None:
+    # A busy machine: once, the others waited for a CPU as long as rank 2 did. Its other beats still name it.
     watch = StragglerWatch(margin=0.3, after=30)
 
-    feed(watch, {0: 40, 1: 40, 2: 95}, beats=5)  # 20 s slow
-    feed(watch, {0: 40, 1: 40, 2: 45}, beats=1, start=25.0)  # caught up
-    late = feed(watch, {0: 40, 1: 40, 2: 95}, beats=6, start=30.0)  # 25 s slow again
+    early = feed(watch, {0: 40, 1: 40, 2: 95}, beats=5)  # 20 s slow
+    early += feed(watch, {0: 40, 1: 40, 2: 45}, beats=1, start=25.0)  # one beat in step
+    found = feed(watch, {0: 40, 1: 40, 2: 95}, beats=1, start=30.0)
 
-    assert late == []
+    assert early == []
+    assert [(straggler.rank, straggler.busy, straggler.seconds) for straggler in found] == [(2, 95, 30.0)]
+
+
+def test_a_rank_that_caught_up_for_its_window_is_no_straggler() -> None:
+    watch = StragglerWatch(margin=0.3, after=30)
+
+    found = feed(watch, {0: 40, 1: 40, 2: 95}, beats=3)  # 10 s slow
+    found += feed(watch, {0: 40, 1: 40, 2: 45}, beats=10, start=15.0)  # then in step for 45 s
+
+    assert found == []
 
 
 def test_every_rank_equally_slow_names_nobody() -> None:
