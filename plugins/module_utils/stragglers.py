@@ -86,8 +86,9 @@ class StragglerWatch:
             if not isinstance(rank, int):
                 continue
             if kind == "ended":
-                self.busy.pop(rank, None)
-                self.history.pop(rank, None)
+                # A rank of the next attempt is watched afresh: its window starts with its own first beat.
+                for watched in (self.busy, self.history, self.first_seen):
+                    watched.pop(rank, None)
             elif kind == "beat" and isinstance(record.get("busy_percent"), int):
                 self.busy[rank] = (str(record.get("node")), int(record["busy_percent"]))
                 self.first_seen.setdefault(rank, now)

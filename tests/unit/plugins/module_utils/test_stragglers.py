@@ -137,3 +137,16 @@ def test_beat_lines_from_the_rank_wrapper_feed_the_watch() -> None:
     found = watch.observe(progress.progress_records({"node1.log": lines}), 5.0)
 
     assert [straggler.rank for straggler in found] == [2]
+
+
+def test_a_rank_that_ended_and_beats_again_is_watched_for_a_whole_window_again() -> None:
+    # A restarted attempt: rank 2's beats of the first attempt do not count towards the second's window.
+    watch = StragglerWatch(margin=0.3, after=30)
+    feed(watch, {0: 40, 1: 40, 2: 45}, beats=10)
+    watch.observe([{"kind": "ended", "rank": 2, "node": "node3", "code": -9}], 50.0)
+
+    early = feed(watch, {0: 40, 1: 40, 2: 95}, beats=6, start=55.0)  # 25 s of the new attempt
+    found = feed(watch, {0: 40, 1: 40, 2: 95}, beats=1, start=85.0)
+
+    assert early == []
+    assert [straggler.rank for straggler in found] == [2]
