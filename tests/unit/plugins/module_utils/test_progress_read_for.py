@@ -98,8 +98,10 @@ def test_read_for_returns_once_the_ranks_asked_for_have_ended(tmp_path: Path) ->
     with appended_later(log, [f"[rank 1 node2] {events.RANK_ENDED} 0\n"], every=0.3):
         found, elapsed = timed_read(tmp_path, 60, ranks_to_end=2)
 
-    assert 0.3 <= elapsed < 20
+    # Both ends read: it waited for the one appended while it read (its time is measured from after the writer
+    # started, so no lower bound on it holds).
     assert found["node1.log"].text.count(events.RANK_ENDED) == 2
+    assert elapsed < 20
 
 
 def test_read_for_without_ranks_to_end_does_not_stop_at_rank_ends(tmp_path: Path) -> None:
