@@ -34,10 +34,10 @@ def kubernetes_manifest(job: Mapping[str, Any], kind: str) -> dict[str, Any]:
         raise AnsibleFilterError(f"kubernetes_manifest: {exc}") from exc
 
 
-def kubernetes_job_spec(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The kind, API version, pod selector and KubernetesJob fields of the launcher role's job variables."""
+def kubernetes_job_spec(job: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The kind, API version, pod selector and KubernetesJob fields of the job (the filter job's) on Kubernetes."""
     try:
-        return kubernetes_run.describe(plain(params))
+        return kubernetes_run.describe(kubernetes_run.job_params(plain(job), plain(settings)))
     except (KeyError, kubernetes_run.KubernetesRunError) as exc:
         raise AnsibleFilterError(f"kubernetes_job_spec: {exc}") from exc
 

@@ -137,6 +137,28 @@ def _whole(value: Any) -> Any:
     return int(value) if re.fullmatch(r"[0-9]+", str(value)) else value
 
 
+# The job object's fields (module_utils/job.py) a Kubernetes description takes, by the name describe() gives them.
+JOB_FIELDS = {
+    "job_id": "id",
+    "launcher": "launcher",
+    "script": "script",
+    "script_args": "script_args",
+    "procs_per_node": "procs_per_node",
+    "omp_num_threads": "omp_num_threads",
+    "env": "env",
+    "max_restarts": "max_restarts",
+}
+
+
+def job_params(job: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """describe()'s parameters: the job object's (``job``) and the launcher_kubernetes_* settings (``settings``:
+    ``kind``, ``image``, ``workdir``, ``nodes``, ``namespace``, ``resources``, the claims, mounts and proxy map)."""
+    clash = sorted(set(settings) & set(JOB_FIELDS))
+    if clash:
+        raise KubernetesRunError(f"{', '.join(clash)}: the job's own, not a Kubernetes setting")
+    return {**{name: job[field] for name, field in JOB_FIELDS.items()}, **settings}
+
+
 def describe(params: Mapping[str, Any]) -> dict[str, Any]:
     """The kind and the fields of kubernetes_job.KubernetesJob for the launcher role's job variables.
 

@@ -49,18 +49,22 @@ def test_a_missing_field_fails() -> None:
 
 
 FILTERS = FilterModule().filters()
-PARAMS: dict[str, Any] = {
-    "job_id": "20261125-100000-torchrun",
+JOB_OBJECT: dict[str, Any] = {
+    "id": "20261125-100000-torchrun",
     "launcher": "torchrun",
-    "kind": "",
-    "image": "registry.example/train:1",
     "script": "train.py",
     "script_args": [],
-    "workdir": "/app",
-    "nodes": "2",
     "procs_per_node": "auto",
     "omp_num_threads": "auto",
     "env": {},
+    "max_restarts": 3,
+    "timeout": 1800,
+}
+SETTINGS: dict[str, Any] = {
+    "kind": "",
+    "image": "registry.example/train:1",
+    "workdir": "/app",
+    "nodes": "2",
     "namespace": "default",
     "resources": {},
     "data_claim": "",
@@ -71,11 +75,17 @@ PARAMS: dict[str, Any] = {
 }
 
 
-def test_job_spec_describes_the_job_variables() -> None:
-    spec = FILTERS["kubernetes_job_spec"](PARAMS)
+def test_job_spec_describes_the_job_object_with_the_kubernetes_settings() -> None:
+    spec = FILTERS["kubernetes_job_spec"](JOB_OBJECT, SETTINGS)
     assert (spec["kind"], spec["api_version"]) == ("PyTorchJob", "kubeflow.org/v1")
     assert spec["job"]["name"] == "job-20261125-100000-torchrun" and spec["job"]["nodes"] == 2
+    assert spec["job"]["max_restarts"] == 3 and spec["job"]["command"] == ["python3", "/app/train.py"]
     assert MANIFEST(spec["job"], spec["kind"])["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1
+
+
+def test_job_spec_refuses_a_job_field_given_as_a_setting() -> None:
+    with pytest.raises(AnsibleFilterError, match="kubernetes_job_spec: launcher: the job's own"):
+        FILTERS["kubernetes_job_spec"](JOB_OBJECT, {**SETTINGS, "launcher": "mpiexec"})
 
 
 def test_state_and_summary_of_a_finished_job() -> None:
