@@ -157,6 +157,18 @@ def taken_over(job: mt.Job, epochs: int) -> dict[str, Any]:
     return {"abandoned_epochs_before": recorded_before, "attach_s": round(time.monotonic() - began, 2)}
 
 
+def attached_again(inventory: str, job: mt.Job) -> None:
+    """playbooks/attach.yml, as a user runs it, on the job that was taken over and judged: its verdict is given as
+    written, nothing is taken over again and summary.json stays as it was (a second take-over judged the ended job
+    afresh, its launcher container gone, and overwrote "succeeded" with "launcher did not end")."""
+    summary = (job.run_dir / "summary.json").read_bytes()
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory, str(mt.find_collection() / "playbooks" / "attach.yml"),
+               "-e", f"launcher_job_id={job.id}", "-e", f"launcher_runs_dir={job.run_dir.parent}"]
+    again = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    check(again.returncode == 0 and "was judged already, succeeded" in again.stdout, f"attach.yml again: {again.stdout[-800:]}")
+    check((job.run_dir / "summary.json").read_bytes() == summary, "attach.yml again rewrote the judged job's summary.json")
+
+
 def ran_beside_then_taken_over(inventory: str, runs: Path) -> dict[str, Any]:
     """A job submitted beside a running one (other ports) runs at the same time and both succeed; one on the running
     job's port is refused before any node changes. The running one's follower and ansible-playbook are killed at its
@@ -180,6 +192,7 @@ def ran_beside_then_taken_over(inventory: str, runs: Path) -> dict[str, Any]:
     clash_counts = (read_job_file(clash.run_dir) or {}).get("task_counts") or {}
     check(all(not counts.get("changed") for counts in clash_counts.values()), f"the refused job changed: {clash_counts}")
     found = taken_over(first, epochs)
+    attached_again(inventory, first)
     beside_run = beside.wait(timeout=600)
     check(beside_run.status == "succeeded", f"the job beside: {beside_run.status}")
     (first_start, first_end), (beside_start, beside_end) = rank_span(first.run_dir), rank_span(beside.run_dir)

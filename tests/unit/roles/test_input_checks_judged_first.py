@@ -242,6 +242,11 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "the training environment",
         AFTER_INSTALL,
     ),
+    (ATTACH, "Give the verdict of a job that was judged already (nothing is taken over; fail when it did not succeed)"): InFirstPlay(
+        "launcher_job_id",
+        "the named run's summary.json on the controller, read in attach.yml's first play",
+        ("attach.yml",),
+    ),
     (ATTACH, "Check there is a job to take over, of a kind that can be"): InFirstPlay(
         "launcher_job_id",
         "the named run's follow.json on the controller and this run's runtime, read in attach.yml's first play",
