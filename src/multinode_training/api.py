@@ -88,6 +88,9 @@ class Plan:
     restart_policy: dict[str, Any]
     # file, key, path, packages, replaced, built (whether the layer must be built), shipped_to; {} without requirements
     requirements: dict[str, Any]
+    # The job object the run would build and every path reads (its id, launcher, script, restart policy, places on
+    # the nodes...: plugins/module_utils/job.py), secret environment values as ***
+    job: dict[str, Any]
 
 
 class PlanError(RuntimeError):
@@ -490,6 +493,7 @@ def plan(
         task_counts=totals,
         restart_policy=dict(found.get("restart_policy") or {}),
         requirements=dict(found.get("requirements") or {}),
+        job=dict(found.get("job") or {}),
     )
 
 

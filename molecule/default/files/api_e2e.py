@@ -55,6 +55,12 @@ def planned_then_trained(inventory: str, runs: Path) -> dict[str, Any]:
     check(plan.world_size == 3 and len(plan.hosts) == 3, f"plan: {plan.world_size} ranks on {plan.hosts}")
     policy = plan.restart_policy
     check(int(policy["max_restarts"]) == 3 and policy["lost_node"] == "shrink", f"plan's restart policy: {policy}")
+    job = plan.job
+    check(
+        (job.get("id"), job.get("script_args"), job.get("max_restarts")) == (job_id, SHORT["launcher_script_args"], 3)
+        and job.get("dir", "").endswith(f"/jobs/{job_id}"),
+        f"plan's job: {job}",
+    )
 
     seen: list[tuple[float, mt.Record, bool]] = []
 
