@@ -83,7 +83,7 @@ def decide(
         )
     budget = "teardown-race restart" if kind == run_report.TEARDOWN_RACE else "restart"
     used = budget_used(restarts, kind)
-    if used >= max_restarts:
+    if not restart_left(restarts, max_restarts, kind):
         return Decision(False, f"no {budget} left (launcher_max_restarts: {max_restarts})")
     nodes = list(summary.get("node_names") or [])
     moved = ""
@@ -160,6 +160,12 @@ def checkpoint_holders(
         if nodes
     ]
     return sorted(found, key=lambda entry: (entry["mtime"], entry["name"]), reverse=True)
+
+
+def restart_left(restarts: Sequence[Mapping[str, Any]], max_restarts: int, kind: str | None) -> bool:
+    """Whether the budget a failure of ``kind`` restarts from has a restart left after ``restarts``: decide()'s rule,
+    and what tasks/attempt.yml asks before it waits for a node that did not answer (filter restart_left)."""
+    return budget_used(restarts, kind) < max_restarts
 
 
 def budget_used(restarts: Sequence[Mapping[str, Any]], kind: str | None) -> int:
