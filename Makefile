@@ -31,20 +31,8 @@ help: ## this list of targets
 # The steps in turn (each a target below), timed; the times are printed at the end. Steps joined by + run side by
 # side: the venv does not need the Docker engine or the images, nor they the venv.
 DEMO_STEPS := venv+images sim train
-demo: ## bare simulated nodes -> trained model, then the time each step took
-	@set -e; began=$$(date +%s); times=$$(mktemp); \
-	for step in $(DEMO_STEPS); do \
-	  started=$$(date +%s); pids=""; \
-	  for part in $${step//+/ }; do \
-	    ( from=$$(date +%s); $(MAKE) --no-print-directory $$part; \
-	      printf '  %-12s %5d s\n' $$part $$(( $$(date +%s) - from )) >>$$times ) & pids="$$pids $$!"; \
-	  done; \
-	  for pid in $$pids; do wait $$pid || { kill $$pids 2>/dev/null; exit 1; }; done; \
-	  [ "$$step" = "$${step//+/}" ] || printf '  %-12s %5d s (side by side)\n' $$step $$(( $$(date +%s) - started )) >>$$times; \
-	done; \
-	$(VENV)/bin/multinode-training show latest; \
-	printf "\nmake demo, time per step:\n%s\n  %-12s %5d s\n" "$$(cat $$times)" total $$(( $$(date +%s) - began )); \
-	rm -f $$times
+demo: ## bare simulated nodes -> trained model, then per step its time, the bytes it downloaded and wrote, and their rates
+	@python3 scripts/timed_steps.py $(DEMO_STEPS) -- $(VENV)/bin/multinode-training show latest
 
 # The whole suite, side by side where nothing meets (scripts/side_by_side.sh): the end-to-end scenarios on sim
 # clusters of their own (default: containers; hosts: first the newcomer's bare Debian 12/13 nodes, then host mode and
