@@ -20,7 +20,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.module_utils.common.validation import (
+    check_type_bool,
+    check_type_dict,
+    check_type_float,
+    check_type_int,
+    check_type_list,
+    check_type_str,
+)
 
 # The input of each field whose name is not launcher_<field>.
 INPUT_NAMES = {"name": "launcher_job_name", "launcher": "launcher_type", "procs_per_node": "launcher_nproc_per_node"}
@@ -94,14 +101,15 @@ def input_names() -> list[str]:
 
 
 def _typed(kind: Any, value: Any) -> Any:
-    """``value`` as the field's type: extra vars and templated values come as strings."""
+    """``value`` as the field's type, converted as an argument spec converts an option of that type (extra vars come
+    as strings: ``-e launcher_secret_env_names=HF_TOKEN`` is the list ``['HF_TOKEN']``, ``a,b`` two names)."""
     converters = {
-        "str": lambda raw: "" if raw is None else str(raw),
-        "int": int,
-        "float": float,
-        "bool": boolean,
-        "tuple[str, ...]": lambda raw: tuple(str(item) for item in (raw or ())),
-        "Mapping[str, Any]": lambda raw: dict(raw or {}),
+        "str": lambda raw: "" if raw is None else check_type_str(raw, allow_conversion=True),
+        "int": check_type_int,
+        "float": check_type_float,
+        "bool": check_type_bool,
+        "tuple[str, ...]": lambda raw: tuple(str(item) for item in check_type_list(raw)) if raw else (),
+        "Mapping[str, Any]": lambda raw: dict(check_type_dict(raw)) if raw else {},
     }
     convert = converters.get(str(kind))
     return convert(value) if convert else value
@@ -138,7 +146,7 @@ def build_job(
         try:
             values[field.name] = _typed(field.type, inputs[INPUTS[field.name]])
         except (TypeError, ValueError) as exc:
-            raise JobError(f"{INPUTS[field.name]}: {inputs[INPUTS[field.name]]!r} is not of type {field.type}") from exc
+            raise JobError(f"{INPUTS[field.name]}: {inputs[INPUTS[field.name]]!r} is not of type {field.type} ({exc})") from exc
     places = _places(job_id, values["name"], values["beside"], cluster) if cluster is not None else {}
     return Job(**values, id=str(job_id), run_dir=str(run_dir), **places)
 

@@ -58,6 +58,15 @@ def test_the_inputs_are_typed_as_the_job_holds_them() -> None:
     assert job.procs_per_node == "auto"
 
 
+def test_lists_and_mappings_given_as_strings_are_converted_as_an_argument_spec_converts_them() -> None:
+    # -e launcher_secret_env_names=HF_TOKEN is one name, not its letters; a,b two names; a dict as JSON or k=v.
+    inputs = {**AS_EXTRA_VARS, "launcher_secret_env_names": "HF_TOKEN", "launcher_restart_on": "stall,node_lost",
+              "launcher_env": '{"A": "1"}', "launcher_requirements": ""}
+    job = job_object.build_job(inputs, "j1", "/runs/j1")
+    assert (job.secret_env_names, job.restart_on) == (("HF_TOKEN",), ("stall", "node_lost"))
+    assert (dict(job.env), dict(job.requirements)) == ({"A": "1"}, {})
+
+
 def test_without_a_cluster_the_job_has_no_places_on_nodes() -> None:
     record = FILTERS["job"](AS_EXTRA_VARS, "j1", "/runs/j1")
     assert (record["id"], record["run_dir"]) == ("j1", "/runs/j1")
@@ -87,7 +96,7 @@ def test_a_missing_input_is_named() -> None:
 
 
 def test_a_value_of_the_wrong_type_is_named() -> None:
-    with pytest.raises(AnsibleFilterError, match="job: launcher_timeout: 'soon' is not of type int"):
+    with pytest.raises(AnsibleFilterError, match="job: launcher_timeout: 'soon' is not of type int .*cannot be converted to an int"):
         FILTERS["job"]({**AS_EXTRA_VARS, "launcher_timeout": "soon"}, "j1", "/runs/j1")
 
 
