@@ -65,6 +65,10 @@ C10D_MODULE = "torch.distributed.distributed_c10d"
 WRAPPER_PID_VARIABLE = "MULTINODE_RANK_WRAPPER_PID"
 # The world record of a rank, beside its status (rank_contract.py), relative to the job directory.
 WORLD_RECORD = "status/world-rank-{rank}.json"
+# When the rank's own code ended (epoch seconds), in its world record. A rank that fails ends its code before its
+# process ends (the interpreter's teardown closes its sockets), and the ranks its end breaks end theirs after that:
+# the run report orders failed ranks by it (run_report.py), where the process's end alone can come in either order.
+SCRIPT_ENDED = "script_ended"
 # Modules with which a rank forms its world without torch.distributed: its ranks are not judged by their groups.
 OTHER_WORLDS = ("tensorflow", "horovod", "mpi4py", "jax")
 
@@ -209,11 +213,14 @@ class WorldRecord:
         )
         self.write()
 
-    def add_end(self, modules: Container[str]) -> None:
-        """Record the rank's end: whether it imported torch, and the frameworks of :data:`OTHER_WORLDS` it imported."""
+    def add_end(self, modules: Container[str], now: float) -> None:
+        """Record the rank's end: whether it imported torch, the frameworks of :data:`OTHER_WORLDS` it imported, and
+        when its own code ended (``now``, epoch seconds: the script and its ``atexit`` callbacks are done, the
+        interpreter's teardown has not begun)."""
         self.content["torch"] = "torch" in modules
         self.content["other_worlds"] = sorted(name for name in OTHER_WORLDS if name in modules)
         self.content["ended"] = True
+        self.content[SCRIPT_ENDED] = now
         self.write()
 
     def write(self) -> None:
@@ -283,7 +290,7 @@ def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None
         c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
 
     sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
-    atexit.register(lambda: record.add_end(sys.modules))
+    atexit.register(lambda: record.add_end(sys.modules, time.time()))
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:

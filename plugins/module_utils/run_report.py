@@ -212,15 +212,31 @@ def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
     return f"rank {rank} left no record: lost with {nodes}, or never started"
 
 
+def _end_times(records: RunRecords, world_size: int) -> dict[int, float]:
+    """When each rank that ended with a failing status ended, to put the first first.
+
+    By when its own code ended (its world record), if every such rank recorded that: a rank that exits 3 breaks the
+    others' collectives only as its process is torn down, and under a launcher that does not stop them they can end
+    their processes before it ends its own. Otherwise by when its wrapper saw its process end (its status record).
+    """
+    ended = {
+        rank: float(status.get("ended") or float("inf"))
+        for rank, status in records.rank_status.items()
+        if rank < world_size and status.get("code") not in (None, 0) and not status.get("stopped")
+    }
+    return world.script_end_times(records.world, sorted(ended)) or ended
+
+
 def _rank_failures(
-    rank_status: dict[int, dict[str, Any]],
+    records: RunRecords,
     world_size: int,
-    log_tails: dict[int, str],
     lost_nodes: list[str],
     followed: Mapping[int, int],
 ) -> list[_Failure]:
+    rank_status, log_tails = records.rank_status, records.rank_log_tails
     if not rank_status and not followed:
         return [_Failure(_CONSEQUENCE, float("inf"), _no_record(None, lost_nodes))]
+    end_times = _end_times(records, world_size)
     failures = []
     for rank in range(world_size):
         status = rank_status.get(rank)
@@ -232,7 +248,7 @@ def _rank_failures(
             continue
         where = f"rank {rank} on {status.get('node', '?')}"
         code = status.get("code")
-        ended = float(status.get("ended") or float("inf"))
+        ended = end_times.get(rank, float(status.get("ended") or float("inf")))
         if code is None:
             failures.append(
                 _Failure(_CONSEQUENCE, float("inf"), f"{where} left no exit status (it was killed with its wrapper or node)")
@@ -334,7 +350,7 @@ def failure_causes(
     failures += _bootstrap_failures(records.mpi_log_tail)
     failures += _launcher_failures(records, launcher)
     lost_nodes = [node for node, state in worker_states.items() if state.get("unreachable")]
-    failures += _rank_failures(records.rank_status, world_size, records.rank_log_tails, lost_nodes, followed)
+    failures += _rank_failures(records, world_size, lost_nodes, followed)
     recorded = {rank: status.get("code") for rank, status in records.rank_status.items()}
     if lost_nodes and every_rank_exited_0(world_size, recorded, followed):
         # A node lost after the training (at the collection): the ranks' work is done, what the node held is not here.

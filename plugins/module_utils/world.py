@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import SCRIPT_ENDED
+
 WORLD_RECORD_GLOB = "world-rank-*.json"
 # launcher_world_check: what a run whose ranks did not form one world is.
 WORLD_CHECKS = ("fail", "warn", "off")
@@ -61,6 +63,15 @@ def _not_formed(records: Mapping[int, Mapping[str, Any]], sizes: Mapping[int, li
     if len(alone) == world_size:
         return f"each rank trained alone: no rank initialized torch.distributed; {_LIKELY_CAUSE}"
     return None
+
+
+def script_end_times(records: Mapping[int, Mapping[str, Any]], ranks: list[int]) -> dict[int, float] | None:
+    """When each of ``ranks`` ended its own code, by its world record; None unless every one of them recorded it (a
+    rank killed by a signal, or not Python, records none: its process's end is then the only measure for all)."""
+    times = {rank: (records.get(rank) or {}).get(SCRIPT_ENDED) for rank in ranks}
+    if not all(isinstance(time, (int, float)) and not isinstance(time, bool) for time in times.values()):
+        return None
+    return {rank: float(time) for rank, time in times.items()}
 
 
 def judge(summary: dict[str, Any], records: Mapping[int, Mapping[str, Any]], world_check: str) -> None:

@@ -24,6 +24,7 @@ import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils import rank_contract, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
+    SCRIPT_ENDED,
     ends_normally,
     gloo_workers_remain,
     gloo_workers_running,
@@ -318,10 +319,20 @@ def world_record(site: dict[str, Path], rank: int = 1) -> dict[str, object]:
     return json.loads((site["root"] / "status" / f"world-rank-{rank}.json").read_text())
 
 
+def ended_record(site: dict[str, Path], started: float, ended: float, rank: int = 1) -> dict[str, object]:
+    """The world record of a rank run from ``started`` to ``ended`` (epoch seconds), without the moment its code
+    ended, which is checked to lie between them."""
+    record = world_record(site, rank)
+    script_ended = record.pop(SCRIPT_ENDED)
+    assert isinstance(script_ended, float) and started <= script_ended <= ended
+    return record
+
+
 def test_a_rank_records_the_group_it_initialized_and_its_end(site: dict[str, Path]) -> None:
+    started = time.time()
     result = run_rank(site, TRAIN.format(backend="gloo"), STAND_IN_WORLD_SIZE="3")
     assert result.returncode == 0, result.stderr
-    assert world_record(site) == {
+    assert ended_record(site, started, time.time()) == {
         "rank": 1,
         "groups": [{"backend": "gloo", "world_size": 3, "rank": 1}],
         "torch": True,
@@ -331,9 +342,10 @@ def test_a_rank_records_the_group_it_initialized_and_its_end(site: dict[str, Pat
 
 
 def test_a_rank_that_never_initialized_a_group_records_none(site: dict[str, Path]) -> None:
+    started = time.time()
     result = run_rank(site, "import torch\nprint('trained alone')\n")
     assert result.returncode == 0, result.stderr
-    assert world_record(site) == {"rank": 1, "groups": [], "torch": True, "other_worlds": [], "ended": True}
+    assert ended_record(site, started, time.time()) == {"rank": 1, "groups": [], "torch": True, "other_worlds": [], "ended": True}
 
 
 def test_a_rank_that_forms_its_world_another_way_says_so(site: dict[str, Path]) -> None:

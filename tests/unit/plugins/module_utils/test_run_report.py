@@ -289,6 +289,45 @@ def test_first_rank_to_fail_comes_first() -> None:
     assert summary["rank_exit_codes"] == {"0": 1, "1": 3, "2": 1}
 
 
+def script_ended(records: RunRecords, times: dict[int, float]) -> RunRecords:
+    """``records`` with a world record for each rank of ``times``: when its own code ended."""
+    records.world = {rank: {"rank": rank, "groups": [], "ended": True, "script_ended": time} for rank, time in times.items()}
+    return records
+
+
+def test_the_rank_whose_code_ended_first_comes_first_whatever_its_process_did() -> None:
+    # Slurm: rank 1 exits 3; its sockets close only as its interpreter is torn down, and ranks 0 and 2, whose barrier
+    # that breaks, end their processes before rank 1's ends (nothing stops them).
+    records = make_records(
+        rank_status(0, code=1, ended=T0 + 10.2),
+        rank_status(1, code=3, ended=T0 + 10.5),
+        rank_status(2, code=1, ended=T0 + 10.3),
+    )
+    records = script_ended(records, {0: T0 + 10.15, 1: T0 + 10.0, 2: T0 + 10.25})
+    assert reasons_of(records, launcher_exit_code=143) == [
+        "rank 1 on node2 exited 3",
+        "rank 0 on node1 exited 1",
+        "rank 2 on node3 exited 1",
+        "launcher exited 143",
+    ]
+
+
+def test_a_failed_rank_without_the_end_of_its_code_orders_every_rank_by_its_process() -> None:
+    # Rank 1 is killed (no code end recorded); ranks 0 and 2 record theirs, which may come before the wrapper of
+    # rank 1 saw it end: the processes' ends are compared, as they are for ranks that are not Python.
+    records = make_records(
+        rank_status(0, code=1, ended=T0 + 10.4),
+        rank_status(1, code=137, signal=9, ended=T0 + 10.1),
+        rank_status(2, code=1, ended=T0 + 10.3),
+    )
+    records = script_ended(records, {0: T0 + 10.05, 2: T0 + 10.06})
+    assert reasons_of(records, launcher_exit_code=1)[:3] == [
+        "rank 1 on node2 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+        "rank 2 on node3 exited 1",
+        "rank 0 on node1 exited 1",
+    ]
+
+
 @pytest.mark.parametrize(
     ("state", "reason"),
     [
