@@ -4,27 +4,16 @@ checked to be the named versions, and a collection already there at its version 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+from ansible_collections.multinode.training.tests.unit.scripts.conftest import REPO, load_script
 
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("install_collections", REPO / "scripts" / "install_collections.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-SCRIPT = load_script()
+SCRIPT = load_script("install_collections")
 NAME, VERSION = SCRIPT.ANSIBLE_PACKAGE.split("==")
 
 

@@ -4,30 +4,16 @@ backend's rank.sh are rendered for ShellCheck, and a finding names the script's 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils.cluster import RUNTIMES
 from ansible_collections.multinode.training.plugins.module_utils.launch import LAUNCHERS, REGISTRY, TRAINING_BACKENDS
+from ansible_collections.multinode.training.tests.unit.scripts.conftest import load_script
 
-REPO = Path(__file__).resolve().parents[3]
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("shellcheck_generated", REPO / "scripts" / "shellcheck_generated.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-SCRIPT = load_script()
+SCRIPT = load_script("shellcheck_generated")
 RENDERED = SCRIPT.scripts()
 VARIANTS = {script.variant for script in RENDERED}
 

@@ -3,27 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from ansible_collections.multinode.training.tests.unit.scripts.conftest import load_script
 
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("timed_steps", REPO / "scripts" / "timed_steps.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-STEPS = load_script()
+STEPS = load_script("timed_steps")
 NET_DEV = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo: 38335616   38529    0    0    0     0          0         0 38335616   38529    0    0    0     0       0          0
