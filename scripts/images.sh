@@ -41,12 +41,21 @@ hash_inputs() { { if [ $# -gt 0 ]; then cat "$@"; fi; cat; } | sha256sum | cut -
 
 image_label() { docker image inspect -f '{{ index .Config.Labels "multinode.inputs" }}' "$1" 2>/dev/null || true; }
 
+# on_disk NAME HASH : the image cache holds NAME saved with that input hash
+on_disk() {
+  local tar="$IMAGES/${1//[\/:]/_}.tar"
+  [ -f "$tar" ] && [ "$(cat "$tar.inputs" 2>/dev/null)" = "$2" ]
+}
+
+# needs_build NAME HASH : neither docker nor the image cache holds NAME with that input hash
+needs_build() { [ "$(image_label "$1")" != "$2" ] && ! on_disk "$1" "$2"; }
+
 # ensure NAME HASH BUILD_FUNCTION : present with that input hash, from docker, disk, or a build
 ensure() {
   local name=$1 hash=$2 build=$3 tar="$IMAGES/${1//[\/:]/_}.tar"
   if [ "$(image_label "$name")" = "$hash" ]; then
     log "$name: present (inputs $hash)"
-  elif [ -f "$tar" ] && [ "$(cat "$tar.inputs" 2>/dev/null)" = "$hash" ]; then
+  elif on_disk "$name" "$hash"; then
     log "$name: loading cached $tar"
     docker load -i "$tar" >/dev/null
   else
@@ -101,7 +110,11 @@ fetch_wheels() {
 
 build_training() {
   local name=$1 hash=$2 context
-  fetch_wheels "$WHEELS" "$ROOT/images/training/requirements.txt"
+  if [ -n "$wheels_fetch" ]; then
+    wait "$wheels_fetch"
+  else
+    fetch_wheels "$WHEELS" "$ROOT/images/training/requirements.txt"
+  fi
   context=$(mktemp -d "$CACHE/context.XXXXXX")
   cp "$ROOT"/images/training/* "$context/"
   mkdir "$context/wheels"
@@ -134,22 +147,33 @@ build_variant() {
   rm -rf "$context"
 }
 
-# sim_node RELEASE: the base and sim-node images of that Debian release; sets base_hash to the base's inputs
+# base_inputs RELEASE : the input hash of the base image of that Debian release
+base_inputs() { echo "$BASE_PACKAGES $(apt_mirror)${1#bookworm}" | hash_inputs; }
+
+# sim_node RELEASE: the base and sim-node images of that Debian release
 sim_node() {
-  local release=$1 sim_hash
-  base_hash=$(echo "$BASE_PACKAGES $(apt_mirror)${release#bookworm}" | hash_inputs)
+  local release=$1 sim_hash base_hash
+  base_hash=$(base_inputs "$release")
   ensure "multinode/base:$release" "$base_hash" build_base
   sim_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/sim-node/*)
   ensure "multinode/sim-node:$release" "$sim_hash" build_sim_node
 }
+
+training_hash=$(base_inputs bookworm | hash_inputs "$ROOT"/images/training/*)
+# The training image's wheels come from PyPI while debootstrap fetches Debian's packages and builds the base images
+# (build_training waits for them).
+wheels_fetch=""
+if needs_build multinode/training:latest "$training_hash"; then
+  fetch_wheels "$WHEELS" "$ROOT/images/training/requirements.txt" &
+  wheels_fetch=$!
+  trap 'kill "$wheels_fetch" 2>/dev/null || true' EXIT
+fi
 
 NODE_RELEASES=" trixie "
 for word in "$@"; do
   [[ $NODE_RELEASES == *" $word "* ]] && sim_node "$word"
 done
 sim_node bookworm
-
-training_hash=$(echo "$base_hash" | hash_inputs "$ROOT"/images/training/*)
 ensure multinode/training:latest "$training_hash" build_training
 
 for variant in "$@"; do
