@@ -1,6 +1,9 @@
 # The two commands a new user needs: `make demo` and `make test`. Everything else is a step of them.
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv
+# The machine's own Python, not the venv's: make demo builds the images while the venv is being made (its python3
+# has no pip until then), and scripts/images.sh fetches the training image's wheels with it.
+HOST_PYTHON := $(shell command -v python3)
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PLAYBOOK := ansible-playbook
@@ -70,7 +73,7 @@ shellcheck: ## ShellCheck, with which make lint checks every script the collecti
 	scripts/host-setup.sh shellcheck
 
 images: host ## base, sim-node and training images (cached on disk); VARIANTS=deepspeed adds that variant
-	scripts/images.sh $(VARIANTS)
+	PYTHON=$(HOST_PYTHON) scripts/images.sh $(VARIANTS)
 
 own-image: venv images ## your own image FROM the training image with REQUIREMENTS' packages: make own-image NAME=team/img:1 REQUIREMENTS=path
 	$(VENV)/bin/python scripts/own_image.py --name $(NAME) --requirements $(REQUIREMENTS) --cache $(IMAGE_CACHE)
