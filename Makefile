@@ -17,7 +17,7 @@ VARIANTS ?= $(filter deepspeed tensorflow,$(LAUNCHER)) $(if $(filter horovodrun,
 # The training code: the collection's PyTorch example, or for TensorFlow its Keras example.
 WORKLOAD ?= $(if $(filter tensorflow,$(LAUNCHER)),$(CURDIR)/examples/tensorflow_mnist)
 IMAGE_CACHE := $(or $(MULTINODE_CACHE),$(HOME)/.cache/multinode-training)/images
-# The image's tarball (the training image's 1.8 GB, a variant's up to 8 GB) is loaded by each node from the image
+# The image's tarball (the training image's 1.6 GB, a variant's up to 8 GB) is loaded by each node from the image
 # cache, which the simulated nodes see read-only at the same path (shared storage), instead of being copied to each
 # node first.
 IMAGE_VARS := -e container_runtime_tarball_on_nodes=true $(foreach variant,$(VARIANTS), \
