@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import SCRIPT_ENDED
 from ansible_collections.multinode.training.plugins.module_utils.run_report import (
     RunRecords,
     describe_signal,
@@ -291,7 +292,7 @@ def test_first_rank_to_fail_comes_first() -> None:
 
 def script_ended(records: RunRecords, times: dict[int, float]) -> RunRecords:
     """``records`` with a world record for each rank of ``times``: when its own code ended."""
-    records.world = {rank: {"rank": rank, "groups": [], "ended": True, "script_ended": time} for rank, time in times.items()}
+    records.world = {rank: {"rank": rank, "groups": [], "ended": True, SCRIPT_ENDED: time} for rank, time in times.items()}
     return records
 
 
