@@ -12,7 +12,8 @@ and the network: an all-reduce of a few sizes across all nodes, and one send alo
 each node's link, so one slow node or link stands out without measuring every pair (a ring is n transfers in three
 rounds at any scale, a node sending or receiving in each, never both). Compute and memory are measured on every
 node at once, except that nodes sharing one kernel (containers on one server) take turns, so that none measures
-its neighbours' load. It prints one JSON object.
+its neighbours' load. It prints one JSON object; rank 0 prints a second, every rank's figures (``fleet_figures``),
+so that the controller needs to read only the launcher node's probe.
 
 ``judge`` compares each figure with the fleet's median (a node below ``fraction`` of it is named) and with the
 user's absolute floors, and requires the versions to agree; pure Python, unit-tested on recorded figures.
@@ -48,6 +49,8 @@ AGREED = ("python", "torch", "mpi", "mtu")
 DEFAULT_FRACTION = 0.6
 DEFAULT_CLOCK_SKEW_S = 2.0
 DEFAULT_FLOORS = {"disk_free_gb": 1.0, "memory_free_gb": 1.0}
+# How rank 0's line of every rank's figures begins (the probe prints it after its own).
+FLEET_LINE = '{"fleet": '
 
 
 @dataclass(frozen=True)
@@ -60,14 +63,18 @@ class Finding:
 
 
 def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[Finding]]:
-    """Each node's figures from its probe's task result (the last JSON line of the worker's output, or of stdout in
-    host mode), and a finding for each node whose probe failed or printed none."""
-    figures: dict[str, dict[str, Any]] = {}
+    """Each node's figures and a finding for each node whose probe failed or printed none. ``results`` holds the
+    probe's task result (the worker's output, or stdout in host mode) by node, in rank order: the figures of every
+    rank come from rank 0's fleet line when a result carries it (the other nodes' results are then not read), else
+    from each node's own last line."""
+    figures = fleet_figures(results)
     failures: list[Finding] = []
     for node, result in results.items():
-        output = str((result.get("container") or {}).get("Output") or result.get("stdout") or "")
-        lines = [line for line in output.splitlines() if line.startswith("{")]
-        if result.get("failed") or not result.get("finished", True) or not lines:
+        if node in figures:
+            continue
+        output = _probe_output(result)
+        lines = [line for line in output.splitlines() if line.startswith("{") and not line.startswith(FLEET_LINE)]
+        if probe_failed(result) or not lines:
             reason = " ".join(str(result.get("msg") or result.get("stderr") or output[-300:] or "no output").split())
             failures.append(Finding(node, "probe", f"{node}: the health probe failed: {reason[:300]}{_hint(reason)}"))
             continue
@@ -76,6 +83,37 @@ def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, d
         except json.JSONDecodeError:
             failures.append(Finding(node, "probe", f"{node}: the health probe printed no figures: {lines[-1][:300]}"))
     return figures, failures
+
+
+def fleet_figures(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every rank's figures by node (``results``' order is rank order) from the first result with rank 0's fleet
+    line, ``{"fleet": [...]}``; empty when none has it."""
+    nodes = list(results)
+    for result in results.values():
+        if probe_failed(result):
+            continue
+        for line in _probe_output(result).splitlines():
+            if not line.startswith(FLEET_LINE):
+                continue
+            try:
+                fleet = json.loads(line)["fleet"]
+            except (json.JSONDecodeError, KeyError):
+                continue
+            ranked = [entry for entry in fleet if isinstance(entry, dict) and entry.get("rank") in range(len(nodes))]
+            return {nodes[entry["rank"]]: entry for entry in ranked}
+    return {}
+
+
+def probe_failed(result: Mapping[str, Any]) -> bool:
+    """Whether a probe's task result says it failed or has not ended: Ansible's words (the role reads the probes
+    with failed_when false), or an exit code other than 0 (host mode's rc, the probe container's status)."""
+    exit_code = result.get("rc", result.get("status"))
+    return bool(result.get("failed")) or not result.get("finished", True) or exit_code not in (None, 0)
+
+
+def _probe_output(result: Mapping[str, Any]) -> str:
+    """What the probe printed: the worker container's output, or stdout in host mode."""
+    return str((result.get("container") or {}).get("Output") or result.get("stdout") or "")
 
 
 def cache_entry(key: str, figures: Mapping[str, Mapping[str, Any]], checked_at: float) -> dict[str, Any]:

@@ -303,6 +303,11 @@ ansible_facts:
           type: dict
           returned: when O(jobs_dir) is set
           sample: {"20261127-093000-torchrun": 1}
+        jobs_dir_exists:
+          description: Whether O(jobs_dir) is a directory on the node (provisioning made it).
+          type: bool
+          returned: when O(jobs_dir) is set
+          sample: true
         listening_ports:
           description: The TCP ports something listens on at this node (C(/proc/net/tcp) and C(tcp6)), sorted.
           type: list
@@ -459,6 +464,7 @@ def main() -> None:
         facts["running_jobs"] = running_jobs(process_arguments(root), module.params["jobs_dir"])
         jobs_dir = os.path.join(root, module.params["jobs_dir"].lstrip("/"))
         facts["running_ranks"] = {job: ranks_running(status_texts(os.path.join(jobs_dir, job))) for job in facts["running_jobs"]}
+        facts["jobs_dir_exists"] = os.path.isdir(jobs_dir)
         facts["listening_ports"] = listening_ports(
             read_text(os.path.join(root, "proc/net", table)) for table in ("tcp", "tcp6")
             if os.path.exists(os.path.join(root, "proc/net", table))

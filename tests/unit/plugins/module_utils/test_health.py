@@ -532,3 +532,57 @@ def test_the_page_escapes_what_it_shows() -> None:
     figures["node1"]["torch"] = "<script>"
     page = health.html_page({"status": "passed", "nodes": figures}, [], NODES)
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def fleet_line(nodes: list[str]) -> str:
+    """Rank 0's line of every rank's figures, as the probe prints it (each with its rank)."""
+    return json.dumps({"fleet": [{**HEALTHY[node], "rank": rank} for rank, node in enumerate(nodes)]})
+
+
+def test_probe_figures_take_every_node_from_rank_0s_fleet_line() -> None:
+    # The role reads only the launcher node's probe when it printed the fleet line: the others are skipped results.
+    output = f"{json.dumps(HEALTHY['node1'])}\n{fleet_line(NODES)}\n"
+    results = {"node1": {"finished": 1, "rc": 0, "stdout": output}, "node2": {"skipped": True}, "node3": {"skipped": True}}
+    figures, failures = health.probe_figures(results)
+    assert failures == []
+    assert figures == {node: {**HEALTHY[node], "rank": rank} for rank, node in enumerate(NODES)}
+
+
+def test_probe_figures_fleet_ranks_map_to_the_nodes_in_rank_order() -> None:
+    # The fleet line is in rank order, but each entry's own rank decides its node.
+    fleet = json.loads(fleet_line(NODES))["fleet"]
+    output = json.dumps({"fleet": fleet[::-1]})
+    figures, _ = health.probe_figures({"node1": {"finished": 1, "container": {"Output": output}}, "node2": {}, "node3": {}})
+    assert {node: values["rank"] for node, values in figures.items()} == {"node1": 0, "node2": 1, "node3": 2}
+
+
+def test_probe_figures_without_the_fleet_line_read_each_node() -> None:
+    results = {node: {"finished": 1, "rc": 0, "stdout": json.dumps(HEALTHY[node])} for node in NODES}
+    figures, failures = health.probe_figures(results)
+    assert failures == []
+    assert figures == HEALTHY
+
+
+def test_probe_figures_a_node_neither_in_a_fleet_nor_read_is_a_finding() -> None:
+    results = {"node1": {"finished": 1, "rc": 1, "stdout": "Traceback\nRuntimeError: gloo"}, "node2": {"skipped": True}}
+    figures, failures = health.probe_figures(results)
+    assert figures == {}
+    assert named(failures) == [("node1", "probe"), ("node2", "probe")]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"finished": 1, "rc": 1},
+        {"finished": 1, "status": 137, "container": {}},
+        {"finished": 0},
+        {"finished": 1, "failed": True},
+    ],
+)
+def test_probe_figures_distrust_a_fleet_line_from_a_probe_that_failed(result: dict[str, Any]) -> None:
+    # Read with failed_when false, a probe that exited non-zero is judged by its exit code.
+    output = fleet_line(NODES)
+    result = {**result, "stdout": output} if "container" not in result else {**result, "container": {**result["container"], "Output": output}}
+    figures, failures = health.probe_figures({"node1": result, "node2": {"skipped": True}, "node3": {"skipped": True}})
+    assert figures == {}
+    assert [finding.node for finding in failures] == NODES
