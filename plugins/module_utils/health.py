@@ -75,7 +75,7 @@ def probe_figures(results: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, d
         output = _probe_output(result)
         lines = [line for line in output.splitlines() if line.startswith("{") and not line.startswith(FLEET_LINE)]
         if probe_failed(result) or not lines:
-            reason = " ".join(str(result.get("msg") or result.get("stderr") or output[-300:] or "no output").split())
+            reason = failure_reason(result, output)
             failures.append(Finding(node, "probe", f"{node}: the health probe failed: {reason[:300]}{_hint(reason)}"))
             continue
         try:
@@ -139,6 +139,16 @@ def cached_figures(
     if not 0 <= age <= max_age:
         return None
     return {host: dict(entry["figures"]) for host, entry in zip(hosts, entries)}, age
+
+
+def failure_reason(result: Mapping[str, Any], output: str) -> str:
+    """Why a probe failed, in one line: the last line of its error output, its message or its output (a traceback's
+    last line names the error), skipping Ansible's 'non-zero return code', which names nothing."""
+    for text in (result.get("stderr"), result.get("msg"), output):
+        lines = [" ".join(line.split()) for line in str(text or "").splitlines() if line.strip()]
+        if lines and lines[-1] != "non-zero return code":
+            return lines[-1]
+    return "no output"
 
 
 def _hint(reason: str) -> str:

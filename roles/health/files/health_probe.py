@@ -37,19 +37,24 @@ from typing import Any, Callable
 
 def wait_for_rank_0() -> None:
     """On every rank but 0: wait until rank 0's rendezvous (MASTER_ADDR:MASTER_PORT) accepts a connection, at most
-    HEALTH_TIMEOUT seconds, before importing torch. Rank 0 is started last, once every other rank runs: on nodes that
-    share a server, importing torch (about a CPU-second each) while the others were still being started slowed the
-    starts, and the ranks then joined over tens of seconds."""
+    HEALTH_TIMEOUT seconds, before importing torch; past that, end saying so. Rank 0 is started last, once every
+    other rank runs: on nodes that share a server, importing torch (about a CPU-second each) while the others were
+    still being started slowed the starts."""
     if os.environ.get("RANK", "0") == "0":
         return
     address = (os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500")))
-    deadline = time.monotonic() + int(os.environ.get("HEALTH_TIMEOUT", "60"))
+    timeout = int(os.environ.get("HEALTH_TIMEOUT", "60"))
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             socket.create_connection(address, timeout=1).close()
             return
         except OSError:
             time.sleep(0.25)
+    sys.exit(
+        f"rank 0's rendezvous at {address[0]}:{address[1]} did not open within {timeout} s: the launcher node's probe"
+        " did not start or failed (its own finding says why)"
+    )
 
 
 if __name__ == "__main__":

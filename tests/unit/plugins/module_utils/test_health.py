@@ -586,3 +586,17 @@ def test_probe_figures_distrust_a_fleet_line_from_a_probe_that_failed(result: di
     figures, failures = health.probe_figures({"node1": result, "node2": {"skipped": True}, "node3": {"skipped": True}})
     assert figures == {}
     assert [finding.node for finding in failures] == NODES
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        # Host mode: Ansible's message names nothing, the error output's last line names the error.
+        {"finished": 1, "rc": 1, "msg": "non-zero return code", "stdout": "", "stderr": "Traceback (most recent call last):\n  File x\nDistNetworkError: EADDRINUSE\n"},
+        # The probe container: the module's message is the container's whole output.
+        {"finished": 1, "status": 1, "failed": True, "msg": "Traceback (most recent call last):\n  File x\nDistNetworkError: EADDRINUSE", "container": {}},
+    ],
+)
+def test_probe_figures_a_failed_probe_is_named_by_the_last_line_of_its_traceback(result: dict[str, Any]) -> None:
+    _, failures = health.probe_figures({"node1": result})
+    assert failures[0].text == "node1: the health probe failed: DistNetworkError: EADDRINUSE"
