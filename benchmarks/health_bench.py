@@ -195,10 +195,12 @@ def markdown(results: dict[str, Any]) -> str:
         + f", {len(unread)} probes that could not be read"
         + (f" ({unread[0]})" if unread else "")
         + ". Either is a false alarm of this machine, where every node shares its 2 cores with the others and"
-        " with the controller. The controller polls only the launcher node's probe (once a second) and reads the"
-        " others' once it ends, so its work grows with the nodes only by that one read each; at 1,000 nodes that"
-        " is the controller CPU line above, spread over the forks. The pairwise part, the ring, is at most three"
-        " rounds of 64 MB sends at any number of nodes.",
+        " with the controller. The controller starts the probe on every node but the launcher in the background,"
+        " then runs rank 0 on the launcher node in the foreground, which prints every node's figures: it polls no"
+        " probe and reads no other node (unless a rank failed), so its work grows with the nodes by one module run"
+        " each (the probe's start, beside the cluster facts); at 1,000 nodes that is the controller CPU line above,"
+        " spread over the forks. The pairwise part, the ring, is at most three rounds of 64 MB sends at any number"
+        " of nodes.",
         "",
     ]
     return "\n".join(lines)

@@ -11,8 +11,8 @@ cluster interface, the Python, torch and MPI versions, Intel GPUs and render-nod
 and the network: an all-reduce of a few sizes across all nodes, and one send along a ring (rank i to i+1) that times
 each node's link, so one slow node or link stands out without measuring every pair (a ring is n transfers in three
 rounds at any scale, a node sending or receiving in each, never both). Compute and memory are measured on every
-node at once, except that nodes sharing one kernel (containers on one server) take turns, so that none measures
-its neighbours' load. It prints one JSON object; rank 0 prints a second, every rank's figures (``fleet_figures``),
+node at once, except that nodes sharing one kernel (containers on one server) take turns (and send along the ring one
+at a time), so that none measures its neighbours' load. It prints one JSON object; rank 0 prints a second, every rank's figures (``fleet_figures``),
 so that the controller needs to read only the launcher node's probe.
 
 ``judge`` compares each figure with the fleet's median (a node below ``fraction`` of it is named) and with the
