@@ -13,9 +13,9 @@ best (on a shared server the other nodes' turns come between its own, and the or
 on a shared server takes a window again when work from outside the fleet kept the server busy in it: that load does
 not make one node look slow, while a node whose own CPU or memory is cut is slow in a quiet window too. A ring's
 sends go in rounds in which a node either sends or receives, never both, so a slow sender cannot slow its
-neighbour's send through the acknowledgements it owes it; nodes that share a kernel send one at a time. A shared server's turns fit a budget of about nine
-seconds: past 18 nodes on one kernel each takes a single, shorter window per measure (never under the kernel's CPU
-quota period).
+neighbour's send through the acknowledgements it owes it; nodes that share a kernel send one at a time. A shared
+server's turns fit a budget of about nine seconds: past 18 nodes on one kernel each takes a single, shorter window
+per measure (never under the kernel's CPU quota period).
 
 Rank 0 gathers every rank's figures and prints them as one line, ``{"fleet": [...]}`` in rank order, after its own:
 the controller reads one node's output instead of every node's, and reads the others only when that line is missing
