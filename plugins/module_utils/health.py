@@ -156,7 +156,7 @@ def _hint(reason: str) -> str:
     not end (Ansible's async wrapper's, for a probe that outlived health_timeout plus a minute)."""
     if "Error connecting" in reason or "docker.sock" in reason:
         return " (no Docker engine answers on the node: provision it first, playbooks/provision.yml)"
-    if reason == "Timeout exceeded":
+    if reason == "Timeout exceeded" or "failed to execute in the expected time frame" in reason:
         return (
             " (the probe did not end within health_timeout plus a minute: the node is too slow or too loaded to be"
             " measured in that time; a larger health_timeout gives it longer)"

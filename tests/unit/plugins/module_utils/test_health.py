@@ -600,3 +600,11 @@ def test_probe_figures_distrust_a_fleet_line_from_a_probe_that_failed(result: di
 def test_probe_figures_a_failed_probe_is_named_by_the_last_line_of_its_traceback(result: dict[str, Any]) -> None:
     _, failures = health.probe_figures({"node1": result})
     assert failures[0].text == "node1: the health probe failed: DistNetworkError: EADDRINUSE"
+
+
+def test_probe_figures_rank_0_past_its_task_timeout_is_named_with_what_to_do() -> None:
+    # The launcher node's rank 0 runs in the foreground; the role keeps the task's failure when its timeout ends it.
+    result = {"failed": True, "msg": "The command action failed to execute in the expected time frame (120) and was terminated"}
+    _, failures = health.probe_figures({"node1": result})
+    assert failures[0].text.startswith("node1: the health probe failed: The command action failed to execute")
+    assert "a larger health_timeout gives it longer" in failures[0].text
