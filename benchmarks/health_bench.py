@@ -200,7 +200,7 @@ def markdown(results: dict[str, Any]) -> str:
         " probe and reads no other node (unless a rank failed), so its work grows with the nodes by one module run"
         " each (the probe's start, beside the cluster facts); at 1,000 nodes that is the controller CPU line above,"
         " spread over the forks. The pairwise part, the ring, is at most three rounds of 64 MB sends at any number"
-        " of nodes.",
+        " of separate servers; nodes that share one (all of them here) send one at a time, so here it grows with N.",
         "",
     ]
     return "\n".join(lines)
