@@ -57,6 +57,12 @@ options:
         the TCP ports in use on the node (for a job that runs beside them).
       - Reading every process's command line needs root (C(become)).
     type: path
+  workdir:
+    description:
+      - The cluster's work directory on the node (C(<root>/work)); with it,
+        RV(ansible_facts.multinode_node.workdir_exists) says whether provisioning made it (the health check stops on
+        a node without it).
+    type: path
   watch:
     description:
       - Also observe what multinode.training.node_state watches, in the same module run, and return it as
@@ -303,10 +309,10 @@ ansible_facts:
           type: dict
           returned: when O(jobs_dir) is set
           sample: {"20261127-093000-torchrun": 1}
-        jobs_dir_exists:
-          description: Whether O(jobs_dir) is a directory on the node (provisioning made it).
+        workdir_exists:
+          description: Whether O(workdir) is a directory on the node (provisioning made it).
           type: bool
-          returned: when O(jobs_dir) is set
+          returned: when O(workdir) is set
           sample: true
         listening_ports:
           description: The TCP ports something listens on at this node (C(/proc/net/tcp) and C(tcp6)), sorted.
@@ -436,6 +442,7 @@ def main() -> None:
             python=dict(type="path"),
             sysfs_root=dict(type="path", default="/"),
             jobs_dir=dict(type="path"),
+            workdir=dict(type="path"),
             watch=dict(
                 type="dict",
                 options=dict(record=dict(type="path", required=True), **node_state.WATCHED_OPTIONS),
@@ -464,11 +471,12 @@ def main() -> None:
         facts["running_jobs"] = running_jobs(process_arguments(root), module.params["jobs_dir"])
         jobs_dir = os.path.join(root, module.params["jobs_dir"].lstrip("/"))
         facts["running_ranks"] = {job: ranks_running(status_texts(os.path.join(jobs_dir, job))) for job in facts["running_jobs"]}
-        facts["jobs_dir_exists"] = os.path.isdir(jobs_dir)
         facts["listening_ports"] = listening_ports(
             read_text(os.path.join(root, "proc/net", table)) for table in ("tcp", "tcp6")
             if os.path.exists(os.path.join(root, "proc/net", table))
         )
+    if module.params["workdir"]:
+        facts["workdir_exists"] = os.path.isdir(os.path.join(root, module.params["workdir"].lstrip("/")))
     watch = module.params["watch"]
     if watch:
         facts["provisioning"] = dict(

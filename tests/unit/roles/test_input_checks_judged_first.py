@@ -220,8 +220,8 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         f"{AFTER_INSTALL}: the devices the installed runtime sees",
     ),
     (HEALTH, "Stop on a node that is not provisioned, saying so"): Later(
-        "the node's jobs directory",
-        "the node's state (the jobs directory provision.yml makes), looked at on the node by the cluster role's node"
+        "the node's work directory",
+        "the node's state (the work directory provision.yml makes), looked at on the node by the cluster role's node"
         " facts before the job changes anything; the preflight runs on the controller",
     ),
     (HEALTH, "Stop on a node whose Docker engine does not answer, saying so"): Later(

@@ -173,16 +173,17 @@ def test_jobs_dir_finds_the_jobs_whose_scripts_run(run_module, ip_route, node_fa
     assert node["running_jobs"] == {"20261127-a": ["launch.sh"], "20261127-b": ["rank.sh"]}
     assert node["running_ranks"] == {"20261127-a": 0, "20261127-b": 2}
     assert node["listening_ports"] == [22, 29500]
-    assert node["jobs_dir_exists"] is True
 
 
-def test_jobs_dir_a_node_never_provisioned_has_none(run_module, ip_route, node_facts_root):
-    """The health gate stops on such a node, saying it is not provisioned."""
+def test_workdir_exists_says_whether_provisioning_made_it(run_module, ip_route, node_facts_root):
+    """The health gate stops on a node without it, saying it is not provisioned."""
     root = node_facts_root("no_gpu")
-    node = run_module(node_facts.main, sysfs_root=str(root), jobs_dir="/opt/multinode/work/jobs")
-    facts = node["ansible_facts"]["multinode_node"]
-    assert facts["jobs_dir_exists"] is False
-    assert facts["running_jobs"] == {}
+    facts = run_module(node_facts.main, sysfs_root=str(root), workdir="/opt/multinode/work")["ansible_facts"]
+    assert facts["multinode_node"]["workdir_exists"] is False
+    (root / "opt" / "multinode" / "work").mkdir(parents=True)
+    facts = run_module(node_facts.main, sysfs_root=str(root), workdir="/opt/multinode/work")["ansible_facts"]
+    assert facts["multinode_node"]["workdir_exists"] is True
+    assert "workdir_exists" not in run_module(node_facts.main, sysfs_root=str(root))["ansible_facts"]["multinode_node"]
 
 
 def test_without_jobs_dir_no_process_is_read(run_module, ip_route, node_facts_root):
