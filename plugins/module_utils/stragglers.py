@@ -14,8 +14,11 @@ has been watched that long), is a straggler: its steps take that much longer tha
 CPUs other work also wants, one beat in which the others waited for a CPU as long as the straggler says nothing of
 the seconds around it (a rule of every beat named no straggler on such a machine). It must be busy at least ``MIN_BUSY_PERCENT`` (it is
 the rank the others wait for) while the others' median is busy at least ``MIN_MEDIAN_PERCENT`` (the others are
-training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). A symmetric slowdown
-(every node as slow) names nobody. Each rank is named once per job.
+training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). Nobody is named while a
+rank that ended has not beaten again: the job is winding down, its ranks end one after another, and those left
+(rank 0 evaluating or saving, the others waiting to exit) are no longer in step; on a loaded machine the others'
+wait for a CPU counts as busy, and rank 0 was named at the end of a job whose straggler had already ended. A
+symmetric slowdown (every node as slow) names nobody. Each rank is named once per job.
 
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
@@ -77,6 +80,7 @@ class StragglerWatch:
     history: dict[int, list[tuple[float, int]]] = field(default_factory=dict)  # rank -> its beats (time, busy)
     first_seen: dict[int, float] = field(default_factory=dict)
     named: dict[int, Straggler] = field(default_factory=dict)
+    ended: set[int] = field(default_factory=set)  # ranks that ended and have not beaten since
 
     def observe(self, records: Iterable[Mapping[str, Any]], now: float) -> list[Straggler]:
         """Take the records read at ``now``; the stragglers named for the first time."""
@@ -89,7 +93,9 @@ class StragglerWatch:
                 # A rank of the next attempt is watched afresh: its window starts with its own first beat.
                 for watched in (self.busy, self.history, self.first_seen):
                     watched.pop(rank, None)
+                self.ended.add(rank)
             elif kind == "beat" and isinstance(record.get("busy_percent"), int):
+                self.ended.discard(rank)
                 self.busy[rank] = (str(record.get("node")), int(record["busy_percent"]))
                 self.first_seen.setdefault(rank, now)
                 beats = self.history.setdefault(rank, [])
@@ -103,7 +109,9 @@ class StragglerWatch:
 
     def _judge(self, rank: int, now: float) -> Straggler | None:
         """The straggler ``rank`` became at ``now``, if its beats of the last ``after`` seconds made it one."""
-        if self.margin <= 0 or len(self.busy) < 2 or rank in self.named or now - self.first_seen[rank] < self.after:
+        if self.margin <= 0 or self.ended or len(self.busy) < 2 or rank in self.named:
+            return None
+        if now - self.first_seen[rank] < self.after:
             return None
         busy = round(self._typical(rank, now))
         median = statistics.median(self._typical(other, now) for other in self.busy if other != rank)

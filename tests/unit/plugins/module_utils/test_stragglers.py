@@ -150,3 +150,25 @@ def test_a_rank_that_ended_and_beats_again_is_watched_for_a_whole_window_again()
 
     assert early == []
     assert [straggler.rank for straggler in found] == [2]
+
+
+def test_nobody_is_named_while_the_job_winds_down_after_a_rank_ended() -> None:
+    # The cut-CPU drill on a loaded machine: node3's rank is named, then ends first at the job's end; rank 0 (its
+    # evaluation) and rank 1 (waiting for a CPU to exit) are left, 76% and 42% busy, for longer than the window.
+    watch = StragglerWatch(margin=0.3, after=15)
+    named = feed(watch, {0: 40, 1: 40, 2: 99}, beats=4)
+    watch.observe([{"kind": "ended", "rank": 2, "node": "node3", "code": 0}], 20.0)
+
+    assert [straggler.rank for straggler in named] == [2]
+    assert feed(watch, {0: 76, 1: 42}, beats=8, start=20.0) == []
+
+
+def test_a_new_attempt_is_judged_again_once_every_ended_rank_beats() -> None:
+    watch = StragglerWatch(margin=0.3, after=10)
+    feed(watch, {0: 40, 1: 40, 2: 40}, beats=3)
+    watch.observe([{"kind": "ended", "rank": rank, "node": NODES[rank], "code": 1} for rank in (0, 1, 2)], 15.0)
+
+    # Ranks 0 and 1 of the next attempt beat; rank 2 has not yet: nobody is judged.
+    assert feed(watch, {0: 40, 1: 95}, beats=4, start=20.0) == []
+    found = feed(watch, {0: 40, 1: 95, 2: 40}, beats=4, start=40.0)
+    assert [straggler.rank for straggler in found] == [1]
