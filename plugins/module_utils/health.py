@@ -11,9 +11,9 @@ cluster interface, the Python, torch and MPI versions, Intel GPUs and render-nod
 and the network: an all-reduce of a few sizes across all nodes, and one send along a ring (rank i to i+1) that times
 each node's link, so one slow node or link stands out without measuring every pair (a ring is n transfers in three
 rounds at any scale, a node sending or receiving in each, never both). Compute and memory are measured on every
-node at once, except that nodes sharing one kernel (containers on one server) take turns (and send along the ring one
-at a time), so that none measures its neighbours' load. It prints one JSON object; rank 0 prints a second, every rank's figures (``fleet_figures``),
-so that the controller needs to read only the launcher node's probe.
+node at once, except that nodes sharing one kernel (containers on one server) take turns (and send along the ring
+one at a time), so that none measures its neighbours' load. It prints one JSON object; rank 0 prints a second,
+every rank's figures (``fleet_figures``), so that the controller needs to read only the launcher node's probe.
 
 ``judge`` compares each figure with the fleet's median (a node below ``fraction`` of it is named) and with the
 user's absolute floors, and requires the versions to agree; pure Python, unit-tested on recorded figures.
@@ -142,9 +142,10 @@ def cached_figures(
 
 
 def failure_reason(result: Mapping[str, Any], output: str) -> str:
-    """Why a probe failed, in one line: the last line of its error output, its message or its output (a traceback's
-    last line names the error), skipping Ansible's 'non-zero return code', which names nothing."""
-    for text in (result.get("stderr"), result.get("msg"), output):
+    """Why a probe failed, in one line: the last line of its message (Ansible's or community.docker's: for the probe
+    container, its whole output), else of its error output or its output (a traceback's last line names the error);
+    Ansible's 'non-zero return code' names nothing and is passed over."""
+    for text in (result.get("msg"), result.get("stderr"), output):
         lines = [" ".join(line.split()) for line in str(text or "").splitlines() if line.strip()]
         if lines and lines[-1] != "non-zero return code":
             return lines[-1]

@@ -608,3 +608,9 @@ def test_probe_figures_rank_0_past_its_task_timeout_is_named_with_what_to_do() -
     _, failures = health.probe_figures({"node1": result})
     assert failures[0].text.startswith("node1: the health probe failed: The command action failed to execute")
     assert "a larger health_timeout gives it longer" in failures[0].text
+
+
+def test_probe_figures_a_probe_past_its_async_time_keeps_ansibles_words_over_its_warnings() -> None:
+    result = {"failed": True, "msg": "Timeout exceeded", "stderr": "[W socket.cpp:697] gloo warning"}
+    _, failures = health.probe_figures({"node2": result})
+    assert failures[0].text.startswith("node2: the health probe failed: Timeout exceeded (the probe did not end")
