@@ -90,18 +90,33 @@ def fleet_figures(results: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[st
     line, ``{"fleet": [...]}``; empty when none has it."""
     nodes = list(results)
     for result in results.values():
-        if probe_failed(result):
-            continue
-        for line in _probe_output(result).splitlines():
-            if not line.startswith(FLEET_LINE):
-                continue
-            try:
-                fleet = json.loads(line)["fleet"]
-            except (json.JSONDecodeError, KeyError):
-                continue
-            ranked = [entry for entry in fleet if isinstance(entry, dict) and entry.get("rank") in range(len(nodes))]
-            return {nodes[entry["rank"]]: entry for entry in ranked}
+        entries = _fleet_entries(result, len(nodes))
+        if entries is not None:
+            return {nodes[entry["rank"]]: entry for entry in entries}
     return {}
+
+
+def fleet_complete(result: Mapping[str, Any], size: int) -> bool:
+    """Whether one probe's result (rank 0's) holds the figures of every rank of a check of ``size`` nodes, so that no
+    other node's probe needs reading: the rule ``fleet_figures`` judges the verdict by."""
+    ranks = {entry["rank"] for entry in _fleet_entries(result, size) or []}
+    return ranks == set(range(size))
+
+
+def _fleet_entries(result: Mapping[str, Any], size: int) -> list[dict[str, Any]] | None:
+    """The entries with a rank below ``size`` of the fleet line in a probe's result that did not fail; None when it
+    has no such line."""
+    if probe_failed(result):
+        return None
+    for line in _probe_output(result).splitlines():
+        if not line.startswith(FLEET_LINE):
+            continue
+        try:
+            fleet = json.loads(line)["fleet"]
+        except (json.JSONDecodeError, KeyError):
+            continue
+        return [entry for entry in fleet if isinstance(entry, dict) and entry.get("rank") in range(size)]
+    return None
 
 
 def probe_failed(result: Mapping[str, Any]) -> bool:

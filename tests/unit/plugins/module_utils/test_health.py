@@ -614,3 +614,23 @@ def test_probe_figures_a_probe_past_its_async_time_keeps_ansibles_words_over_its
     result = {"failed": True, "msg": "Timeout exceeded", "stderr": "[W socket.cpp:697] gloo warning"}
     _, failures = health.probe_figures({"node2": result})
     assert failures[0].text.startswith("node2: the health probe failed: Timeout exceeded (the probe did not end")
+
+
+def test_fleet_complete_when_rank_0_brought_every_rank() -> None:
+    assert health.fleet_complete({"finished": 1, "rc": 0, "stdout": fleet_line(NODES)}, len(NODES)) is True
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        # Rank 0 of a smaller world: the nodes it has no figures for are read.
+        {"finished": 1, "rc": 0, "stdout": fleet_line(NODES[:2])},
+        {"finished": 1, "status": 0, "container": {"Output": f"{json.dumps(HEALTHY['node1'])}\n"}},
+        {"finished": 1, "rc": 1, "stdout": fleet_line(NODES)},
+        {"finished": 0, "stdout": fleet_line(NODES)},
+        {"failed": True, "msg": "The command action failed to execute in the expected time frame (120) and was terminated"},
+        {"skipped": True},
+    ],
+)
+def test_fleet_is_not_complete_without_every_rank_from_a_probe_that_ended_well(result: dict[str, Any]) -> None:
+    assert health.fleet_complete(result, len(NODES)) is False
