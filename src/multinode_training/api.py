@@ -18,7 +18,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-import ansible_runner
 import yaml
 
 from multinode_training.records import Failure, PhaseChanged, PlanShown, ProgressReader, Record, Translator
@@ -215,6 +214,9 @@ class _Session:
         )
         if artifacts_dir is not None:
             private_dir(artifacts_dir)
+        # Imported where a playbook runs: the run's summary (trackers, on the controller) reads this module too.
+        import ansible_runner  # noqa: PLC0415
+
         with tempfile.TemporaryDirectory(prefix="multinode-runner-") as private:
             thread, runner = ansible_runner.run_async(
                 private_data_dir=private,
@@ -435,6 +437,8 @@ def stop_on_launcher_node(run_dir: Path) -> None:
     launcher_host = current_launcher_node(run_dir) or following["launcher_host"]
     stop_file = f"{following['job_dir'].rstrip('/')}/stop"
     env = runner_env(following.get("ansible_config"))
+    import ansible_runner  # noqa: PLC0415 (see _Session.run)
+
     with tempfile.TemporaryDirectory(prefix="multinode-stop-") as private:
         runner = ansible_runner.run(
             private_data_dir=private,

@@ -4,11 +4,15 @@ The loss and every other metric the ranks reported per epoch, samples/s of each 
 (restarts marked), where the time went (the phases, restarts), the per-node settings and tuning, the restarts,
 stragglers and failure reasons. plotly is an optional extra (``pip install multinode-training[report]``): without
 it :func:`write_report` raises ReportUnavailable, whose message is the one-line hint.
+
+The figures are plotly.js figure specifications written as JSON and drawn by the page, from the plotly.js file the
+package ships: its Python API is not imported, whose import alone took longer than the rest of a run's summary.
 """
 
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -17,6 +21,8 @@ from typing import Any
 from multinode_training.api import PROGRESS_FILE, SUMMARY_FILE, private_file, run_dir_at
 
 REPORT_FILE = "report.html"
+# plotly.js in the plotly package.
+PLOTLY_JS = "package_data/plotly.min.js"
 PHASE_ORDER = ("provision", "launch", "train", "collect")
 # Keys of an epoch record that are not metrics.
 EPOCH_FIELDS = ("kind", "epoch", "rank", "node", "time", "text", "samples_per_s")
@@ -30,24 +36,17 @@ class ReportUnavailable(RuntimeError):
 
 def write_report(run: str | Path) -> Path:
     """Write ``report.html`` into the run directory ``run`` (it must hold a summary); its path."""
-    try:
-        import plotly.graph_objects as go  # noqa: PLC0415 (an optional extra)
-        from plotly.offline import get_plotlyjs  # noqa: PLC0415
-    except ImportError as error:
-        raise ReportUnavailable(
-            f"no report.html: plotly is not installed ({error}); pip install 'multinode-training[report]'"
-        ) from error
+    plotly_js = plotly_script()
     run_dir = run_dir_at(run)
     summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     records = progress_records(run_dir / PROGRESS_FILE)
     figures = {
-        "metrics": metrics_figure(go, epoch_series(records, summary)),
-        "throughput": throughput_figure(go, throughput_series(records, summary), restart_spans(summary)),
-        "phases": phases_figure(go, phase_spans(summary)),
+        "metrics": metrics_figure(epoch_series(records, summary)),
+        "throughput": throughput_figure(throughput_series(records, summary), restart_spans(summary)),
+        "phases": phases_figure(phase_spans(summary)),
     }
     plots = "\n".join(
-        f"<h2>{html.escape(title)}</h2>\n"
-        + figures[name].to_html(full_html=False, include_plotlyjs=False, div_id=name, config={"responsive": True})
+        f"<h2>{html.escape(title)}</h2>\n" + plot_html(name, figures[name])
         for name, title in (
             ("metrics", "Loss and metrics per epoch"),
             ("throughput", "Samples/s of each reporting rank over the job's time"),
@@ -56,7 +55,7 @@ def write_report(run: str | Path) -> Path:
     )
     page = PAGE.format(
         title=html.escape(f"{summary['job_id']}: {summary['status']}"),
-        plotly=get_plotlyjs(),
+        plotly=plotly_js,
         facts=facts_table(summary),
         plots=plots,
         nodes=nodes_table(summary.get("settings") or {}),
@@ -67,6 +66,28 @@ def write_report(run: str | Path) -> Path:
     private_file(temporary).write_text(page, encoding="utf-8")
     temporary.replace(path)
     return path
+
+
+def plotly_script() -> str:
+    """plotly.js as the plotly package ships it, found without importing the package."""
+    spec = importlib.util.find_spec("plotly")
+    script = Path(spec.origin).parent / PLOTLY_JS if spec is not None and spec.origin else None
+    if script is None or not script.is_file():
+        raise ReportUnavailable(
+            f"no report.html: plotly is not installed (no {PLOTLY_JS} found); pip install 'multinode-training[report]'"
+        )
+    return script.read_text(encoding="utf-8")
+
+
+def plot_html(div_id: str, figure: Mapping[str, Any]) -> str:
+    """The figure's element and the script that draws it there (plotly.js's ``Plotly.newPlot``)."""
+    arguments = ", ".join(script_json(part) for part in (div_id, figure["data"], figure["layout"], {"responsive": True}))
+    return f'<div id="{html.escape(div_id)}" style="width:100%"></div>\n<script>Plotly.newPlot({arguments});</script>'
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that cannot end the script element it is written into (a metric named ``</script>``)."""
+    return json.dumps(value).replace("</", "<\\/")
 
 
 def progress_records(path: Path) -> list[dict[str, Any]]:
@@ -146,51 +167,52 @@ def phase_spans(summary: Mapping[str, Any]) -> list[tuple[str, float, float]]:
     return spans
 
 
-def metrics_figure(go: Any, series: Mapping[str, list[tuple[int, float]]]) -> Any:
-    figure = go.Figure()
-    for name, points in series.items():
-        figure.add_trace(
-            go.Scatter(
-                x=[epoch for epoch, _ in points], y=[value for _, value in points], name=name, mode="lines+markers"
-            )
-        )
-    return figure.update_layout(xaxis_title="epoch", height=380, margin=dict(t=20), showlegend=True)
+def metrics_figure(series: Mapping[str, list[tuple[int, float]]]) -> dict[str, Any]:
+    return {
+        "data": [line_trace(name, [epoch for epoch, _ in points], [value for _, value in points]) for name, points in series.items()],
+        "layout": {"xaxis": {"title": {"text": "epoch"}}, "height": 380, "margin": {"t": 20}, "showlegend": True},
+    }
 
 
 def throughput_figure(
-    go: Any, series: Mapping[str, list[tuple[float, float]]], restarts: list[tuple[str, float, float]]
-) -> Any:
-    figure = go.Figure()
-    for name, points in series.items():
-        figure.add_trace(
-            go.Scatter(x=[at for at, _ in points], y=[value for _, value in points], name=name, mode="lines+markers")
-        )
-    for label, begin, end in restarts:
-        figure.add_vrect(
-            x0=begin,
-            x1=max(end, begin + 0.5),
-            fillcolor="red",
-            opacity=0.15,
-            line_width=0,
-            annotation_text=label,
-            annotation_position="top left",
-        )
-    return figure.update_layout(
-        xaxis_title="seconds since the job started",
-        yaxis_title="samples/s",
-        height=380,
-        margin=dict(t=20),
-        showlegend=True,
-    )
+    series: Mapping[str, list[tuple[float, float]]], restarts: list[tuple[str, float, float]]
+) -> dict[str, Any]:
+    """samples/s per rank over time, each restart a red band (from its detection to the resume) named at its top."""
+    bands = [(label, begin, max(end, begin + 0.5)) for label, begin, end in restarts]
+    return {
+        "data": [line_trace(name, [at for at, _ in points], [value for _, value in points]) for name, points in series.items()],
+        "layout": {
+            "xaxis": {"title": {"text": "seconds since the job started"}},
+            "yaxis": {"title": {"text": "samples/s"}},
+            "height": 380,
+            "margin": {"t": 20},
+            "showlegend": True,
+            "shapes": [
+                {"type": "rect", "xref": "x", "yref": "y domain", "x0": begin, "x1": end, "y0": 0, "y1": 1,
+                 "fillcolor": "red", "opacity": 0.15, "line": {"width": 0}}
+                for _, begin, end in bands
+            ],
+            "annotations": [
+                {"text": label, "xref": "x", "yref": "y domain", "x": begin, "y": 1, "xanchor": "left",
+                 "yanchor": "top", "showarrow": False}
+                for label, begin, _ in bands
+            ],
+        },
+    }
 
 
-def phases_figure(go: Any, spans: list[tuple[str, float, float]]) -> Any:
-    figure = go.Figure()
-    for name, start, seconds in spans:
-        figure.add_trace(
-            go.Bar(x=[seconds], y=["run"], base=[start], orientation="h", name=f"{name} ({seconds:.1f} s)")
-        )
-    return figure.update_layout(barmode="overlay", xaxis_title="seconds", height=220, margin=dict(t=20))
+def phases_figure(spans: list[tuple[str, float, float]]) -> dict[str, Any]:
+    return {
+        "data": [
+            {"type": "bar", "x": [seconds], "y": ["run"], "base": [start], "orientation": "h", "name": f"{name} ({seconds:.1f} s)"}
+            for name, start, seconds in spans
+        ],
+        "layout": {"barmode": "overlay", "xaxis": {"title": {"text": "seconds"}}, "height": 220, "margin": {"t": 20}},
+    }
+
+
+def line_trace(name: str, x: list[Any], y: list[float]) -> dict[str, Any]:
+    return {"type": "scatter", "x": x, "y": y, "name": name, "mode": "lines+markers"}
 
 
 def facts_table(summary: Mapping[str, Any]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from multinode_training.api import PROGRESS_FILE, SUMMARY_FILE, run_dir_at
+from multinode_training.event_file import FILE_VERSION, event_file_path, write_record
 from multinode_training.report import ReportUnavailable, epoch_series, progress_records, rate_records, write_report
 
 TENSORBOARD_DIR = "tensorboard"
@@ -80,7 +81,6 @@ def write_tensorboard(run_dir: Path) -> Path:
     try:
         from tensorboard.compat.proto.event_pb2 import Event  # noqa: PLC0415 (an optional extra)
         from tensorboard.compat.proto.summary_pb2 import Summary  # noqa: PLC0415
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: PLC0415
     except ImportError as error:
         raise TrackerUnavailable(
             f"tensorboard is not installed ({error}); pip install 'multinode-training[tensorboard]'"
@@ -88,13 +88,12 @@ def write_tensorboard(run_dir: Path) -> Path:
     summary, series = summary_and_epochs(run_dir)
     directory = run_dir / TENSORBOARD_DIR
     shutil.rmtree(directory, ignore_errors=True)
-    writer = EventFileWriter(str(directory))
+    directory.mkdir(parents=True)
     now = time.time()
+    events = [Event(wall_time=now, file_version=FILE_VERSION)]
 
     def scalar(tag: str, step: int, value: float) -> None:
-        writer.add_event(
-            Event(wall_time=now, step=step, summary=Summary(value=[Summary.Value(tag=tag, simple_value=value)]))
-        )
+        events.append(Event(wall_time=now, step=step, summary=Summary(value=[Summary.Value(tag=tag, simple_value=value)])))
 
     for name, points in series.items():
         for epoch, value in points:
@@ -105,7 +104,9 @@ def write_tensorboard(run_dir: Path) -> Path:
     if isinstance(summary.get("test_accuracy"), (int, float)):
         last_epoch = max((epoch for points in series.values() for epoch, _ in points), default=0)
         scalar("test_accuracy", last_epoch, float(summary["test_accuracy"]))
-    writer.close()
+    with event_file_path(directory, now).open("wb") as file:
+        for event in events:
+            write_record(file, event.SerializeToString())
     return directory
 
 

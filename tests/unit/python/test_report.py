@@ -86,6 +86,8 @@ SUMMARY = {
 PLOTTED = """JSON.stringify(Object.fromEntries(['metrics', 'throughput', 'phases'].map(id => [id,
   document.getElementById(id)._fullData.map(trace => ({name: trace.name, x: Array.from(trace.x),
   y: Array.from(trace.y), base: trace.base ? Array.from(trace.base) : null}))])))"""
+BANDS = """JSON.stringify({shapes: document.getElementById('throughput')._fullLayout.shapes.map(shape => [shape.x0, shape.x1]),
+  annotations: document.getElementById('throughput')._fullLayout.annotations.map(note => note.text)})"""
 DRAWN = "['metrics', 'throughput', 'phases'].every(id => document.getElementById(id)?._fullData?.length > 0)"
 
 
@@ -199,6 +201,12 @@ def test_the_report_draws_the_runs_own_series_without_the_network(run_dir: Path,
         ("train (46.0 s)", 8.9, 46.0),
         ("collect (1.2 s)", 54.9, 1.2),
     ]
+    # The restart is a band over the throughput plot, from its detection to the resume, named at its top.
+    bands = json.loads(browser.evaluate(BANDS))
+    assert bands == {
+        "shapes": [[9.0, 20.0]],
+        "annotations": ["restart 1: rank 2 on node3 killed by signal 9 (SIGKILL)"],
+    }
     text = browser.evaluate("document.body.innerText")
     for expected in ("rank 2 on node3 killed by signal 9 (SIGKILL)", "111% slower", "KMP_AFFINITY", "topology"):
         assert expected in text
@@ -227,3 +235,13 @@ def test_without_plotly_the_report_is_a_one_line_hint_not_an_import_error(run_di
     assert result.stdout.startswith("no report.html: plotly is not installed")
     assert "pip install 'multinode-training[report]'" in result.stdout
     assert not (run_dir / REPORT_FILE).exists()
+
+
+def test_a_metric_named_like_markup_stays_inside_its_figures_script(run_dir: Path) -> None:
+    # The ranks name their metrics: a name that closes a script element must not end the figure's script.
+    progress = run_dir / "progress.jsonl"
+    named = {**EPOCHS[0], "</script><script>alert(1)</script>": 1.0}
+    progress.write_text(progress.read_text() + json.dumps(named) + "\n")
+    page = write_report(run_dir).read_text()
+    assert "</script><script>alert(1)" not in page
+    assert "<\\/script><script>alert(1)<\\/script>" in page
