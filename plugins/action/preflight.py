@@ -22,7 +22,12 @@ ROLES_DIR = Path(__file__).resolve().parents[2] / "roles"
 def role_options(loader: Any, roles: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The options of the roles' argument specs (every entry point), as one name -> spec mapping."""
     paths = (ROLES_DIR / role / "meta" / "argument_specs.yml" for role in roles)
-    return preflight.merge_options(plain(loader.load_from_file(str(path))) if path.is_file() else {} for path in paths)
+    # Read without the loader's deep copy of its cached file (unsafe: the same object; plain() copies it): the play
+    # loaded these files already, and that copy of Ansible's tagged data took most of the preflight's and of each
+    # node's drift check's time.
+    return preflight.merge_options(
+        plain(loader.load_from_file(str(path), unsafe=True)) if path.is_file() else {} for path in paths
+    )
 
 
 def play_variables(task: Any, loader: Any, host: str) -> HostVarsVars:
@@ -43,7 +48,8 @@ def play_variables(task: Any, loader: Any, host: str) -> HostVarsVars:
 
 def role_default(loader: Any, templar: Any, variables: dict[str, Any], role: str, name: str) -> str:
     """``name``'s default in ``role``'s defaults/main.yml, templated with ``variables`` (and the role's role_path)."""
-    defaults = loader.load_from_file(str(ROLES_DIR / role / "defaults" / "main.yml")) or {}
+    # Only read (see role_options).
+    defaults = loader.load_from_file(str(ROLES_DIR / role / "defaults" / "main.yml"), unsafe=True) or {}
     templar = templar.copy_with_new_env(available_variables={**variables, "role_path": str(ROLES_DIR / role)})
     return str(templar.template(trust_as_template(defaults.get(name, ""))))
 
