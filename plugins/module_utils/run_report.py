@@ -265,7 +265,26 @@ def _rank_failures(
             failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(number)}{hint}", kind))
         elif code != 0:
             failures.append(_Failure(_FAILED, ended, f"{where} exited {code}", EXIT))
-    return failures
+    return failures + _left_early(records, world_size, end_times)
+
+
+def _left_early(records: RunRecords, world_size: int, failed_end_times: Mapping[int, float]) -> list[_Failure]:
+    """The ranks that exited 0 before the first failing rank ended, without Python's normal exit: their world record
+    holds the group they joined but not the interpreter's end (``os._exit``, or an ``exec``). Such a rank leaves the
+    others' collectives without a word, and they fail after it with errors of their own (a reset connection)."""
+    if not failed_end_times:
+        return []
+    first_failure = min(failed_end_times.values())
+    left = []
+    for rank, status in sorted(records.rank_status.items()):
+        record = records.world.get(rank) or {}
+        ended = float(status.get("ended") or float("inf"))
+        joined_without_ending = bool(record.get("groups")) and not record.get("ended")
+        if rank < world_size and status.get("code") == 0 and joined_without_ending and ended < first_failure:
+            where = f"rank {rank} on {status.get('node', '?')}"
+            left.append(_Failure(_FAILED, ended, f"{where} exited 0 before the others, without Python's normal exit (os._exit?):"
+                                 " the ranks still in its collectives failed after it left", EXIT))
+    return left
 
 
 def _launcher_failures(records: RunRecords, launcher: str) -> list[_Failure]:

@@ -1061,3 +1061,58 @@ def test_followed_exit_codes_without_any_record_name_only_the_ranks_not_seen_to_
     assert "rank 0 left no record: lost with node1, or never started" in reasons
     assert "rank 2 left no record: lost with node1, or never started" in reasons
     assert not [reason for reason in reasons if reason.startswith(("rank 1 ", "no rank"))]
+
+
+def left_without_ending(records: RunRecords, rank: int) -> RunRecords:
+    """``records`` where ``rank``'s world record holds its group but not the interpreter's end (``os._exit``)."""
+    records.world[rank] = {"rank": rank, "groups": [{"backend": "gloo", "world_size": 3, "rank": rank}]}
+    return records
+
+
+def test_a_rank_that_left_with_os_exit_0_before_the_others_failed_comes_first() -> None:
+    # Rank 1 calls os._exit(0) before the last barrier: ranks 0 and 2 fail reading from it (connection reset).
+    records = make_records(
+        rank_status(0, code=1, ended=T0 + 12),
+        rank_status(1, code=0, ended=T0 + 10),
+        rank_status(2, code=1, ended=T0 + 11),
+    )
+    records = left_without_ending(script_ended(records, {0: T0 + 10.05, 2: T0 + 10.06}), 1)
+    summary = summary_of(records, launcher_exit_code=1)
+    assert summary["status"] == "failed"
+    assert summary["root_cause_kind"] == "exit"
+    assert summary["failure_reasons"][:3] == [
+        "rank 1 on node2 exited 0 before the others, without Python's normal exit (os._exit?): the ranks still in its"
+        " collectives failed after it left",
+        "rank 0 on node1 exited 1",
+        "rank 2 on node3 exited 1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("rank_1_ended", "world_record"),
+    [
+        pytest.param(T0 + 13, {"groups": [{"world_size": 3}]}, id="it-left-after-the-failure"),
+        pytest.param(T0 + 10, {"groups": [{"world_size": 3}], "ended": True}, id="its-interpreter-ended-normally"),
+        pytest.param(T0 + 10, {}, id="it-joined-no-group"),
+    ],
+)
+def test_a_rank_that_exited_0_is_not_named_unless_it_left_early_without_ending(
+    rank_1_ended: float, world_record: dict[str, Any]
+) -> None:
+    records = make_records(
+        rank_status(0, code=1, ended=T0 + 12),
+        rank_status(1, code=0, ended=rank_1_ended),
+        rank_status(2, code=1, ended=T0 + 11),
+    )
+    records.world[1] = {"rank": 1, **world_record}
+    assert summary_of(records, launcher_exit_code=1)["failure_reasons"][:2] == ["rank 2 on node3 exited 1", "rank 0 on node1 exited 1"]
+
+
+def test_every_rank_leaving_with_os_exit_0_is_a_success() -> None:
+    # Some scripts end every rank with os._exit(0) to skip a slow teardown: nothing failed.
+    records = make_records(*(rank_status(rank, code=0, ended=T0 + 10) for rank in range(3)))
+    for rank in range(3):
+        left_without_ending(records, rank)
+    summary = summary_of(records, launcher_exit_code=0)
+    assert summary["status"] == "succeeded"
+    assert summary["failure_reasons"] == []
