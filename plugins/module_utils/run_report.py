@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import SCRIPT_ENDED
 from ansible_collections.multinode.training.plugins.module_utils import world
 
 _DECODER = json.JSONDecoder()
@@ -199,6 +200,8 @@ class _Failure:
 # What a rank prints when the gloo teardown race kills it at interpreter exit, after its work
 # (pytorch/pytorch#117762: a gloo worker thread takes the GIL while Python finalizes).
 _TEARDOWN_ABORT = "terminate called without an active exception"
+# What a rank prints when a peer of its collectives has gone (gloo's TCP pairs, the rendezvous store).
+_PEER_GONE = ("Connection reset by peer", "Connection closed by peer", "Broken pipe")
 
 
 def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
@@ -269,21 +272,26 @@ def _rank_failures(
 
 
 def _left_early(records: RunRecords, world_size: int, failed_end_times: Mapping[int, float]) -> list[_Failure]:
-    """The ranks that exited 0 before the first failing rank ended, without Python's normal exit: their world record
-    holds the group they joined but not the interpreter's end (``os._exit``, or an ``exec``). Such a rank leaves the
-    others' collectives without a word, and they fail after it with errors of their own (a reset connection)."""
-    if not failed_end_times:
+    """The ranks that exited 0 before the first failing rank ended, when a failed rank lost its connection to a peer:
+    a rank that leaves while the others still need it (an early ``sys.exit(0)``, ``os._exit(0)``) fails nothing of its
+    own, and the others fail after it with errors of their own. It left when its own code ended (its world record),
+    else when its process ended; a failure of another kind (a full disk) names nobody."""
+    tails = records.rank_log_tails
+    if not any(text in tails.get(rank, "") for rank in failed_end_times for text in _PEER_GONE):
         return []
     first_failure = min(failed_end_times.values())
     left = []
     for rank, status in sorted(records.rank_status.items()):
         record = records.world.get(rank) or {}
-        ended = float(status.get("ended") or float("inf"))
-        joined_without_ending = bool(record.get("groups")) and not record.get("ended")
-        if rank < world_size and status.get("code") == 0 and joined_without_ending and ended < first_failure:
-            where = f"rank {rank} on {status.get('node', '?')}"
-            left.append(_Failure(_FAILED, ended, f"{where} exited 0 before the others, without Python's normal exit (os._exit?):"
-                                 " the ranks still in its collectives failed after it left", EXIT))
+        # A normal exit leaves the group at the end of its code; the interpreter's teardown can take seconds more.
+        ended = float(record.get(SCRIPT_ENDED) or status.get("ended") or float("inf"))
+        if rank >= world_size or status.get("code") != 0 or ended >= first_failure:
+            continue
+        # Its group recorded, its interpreter's end not: it ended without Python's exit (atexit never ran).
+        hint = " without Python's normal exit (os._exit?)" if record.get("groups") and not record.get("ended") else ""
+        where = f"rank {rank} on {status.get('node', '?')}"
+        left.append(_Failure(_FAILED, ended, f"{where} left early: it exited 0{hint} while the other ranks still needed"
+                             " it, and they lost their connection to it", EXIT))
     return left
 
 

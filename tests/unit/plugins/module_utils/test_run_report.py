@@ -1069,43 +1069,57 @@ def left_without_ending(records: RunRecords, rank: int) -> RunRecords:
     return records
 
 
-def test_a_rank_that_left_with_os_exit_0_before_the_others_failed_comes_first() -> None:
-    # Rank 1 calls os._exit(0) before the last barrier: ranks 0 and 2 fail reading from it (connection reset).
+# Ranks 0 and 2 as gloo fails them once rank 1 has gone.
+PEER_GONE = "RuntimeError: [pair.cc:537] Read error [172.30.77.12]:34441: Connection reset by peer."
+
+
+def rank_1_left(rank_1_ended: float = T0 + 10, tails: dict[int, str] | None = None) -> RunRecords:
+    """Rank 1 exited 0 at ``rank_1_ended``; ranks 0 and 2 failed after 10 s with ``tails`` (gloo's reset connection)."""
     records = make_records(
         rank_status(0, code=1, ended=T0 + 12),
-        rank_status(1, code=0, ended=T0 + 10),
+        rank_status(1, code=0, ended=rank_1_ended),
         rank_status(2, code=1, ended=T0 + 11),
     )
-    records = left_without_ending(script_ended(records, {0: T0 + 10.05, 2: T0 + 10.06}), 1)
+    records.rank_log_tails = {0: PEER_GONE, 2: PEER_GONE} if tails is None else tails
+    return script_ended(records, {0: T0 + 10.05, 2: T0 + 10.06})
+
+
+@pytest.mark.parametrize(
+    ("rank_1_ended", "world_record", "how"),
+    [
+        # os._exit(0): no atexit, so no end in its world record; its process ended first.
+        (T0 + 10, {"groups": [{"world_size": 3}]}, " without Python's normal exit (os._exit?)"),
+        # sys.exit(0): its code ended first (its world record); its interpreter's teardown ended after the others.
+        (T0 + 12.5, {"groups": [{"world_size": 3}], "ended": True, SCRIPT_ENDED: T0 + 10.0}, ""),
+    ],
+    ids=["os._exit(0)", "sys.exit(0)"],
+)
+def test_a_rank_that_left_before_the_others_lost_their_connection_to_it_comes_first(
+    rank_1_ended: float, world_record: dict[str, Any], how: str
+) -> None:
+    # Rank 1 leaves before the last barrier: ranks 0 and 2 fail reading from it (connection reset).
+    records = rank_1_left(rank_1_ended)
+    records.world[1] = {"rank": 1, **world_record}
     summary = summary_of(records, launcher_exit_code=1)
     assert summary["status"] == "failed"
     assert summary["root_cause_kind"] == "exit"
     assert summary["failure_reasons"][:3] == [
-        "rank 1 on node2 exited 0 before the others, without Python's normal exit (os._exit?): the ranks still in its"
-        " collectives failed after it left",
+        f"rank 1 on node2 left early: it exited 0{how} while the other ranks still needed it, and they lost their"
+        " connection to it",
         "rank 0 on node1 exited 1",
         "rank 2 on node3 exited 1",
     ]
 
 
 @pytest.mark.parametrize(
-    ("rank_1_ended", "world_record"),
+    "records",
     [
-        pytest.param(T0 + 13, {"groups": [{"world_size": 3}]}, id="it-left-after-the-failure"),
-        pytest.param(T0 + 10, {"groups": [{"world_size": 3}], "ended": True}, id="its-interpreter-ended-normally"),
-        pytest.param(T0 + 10, {}, id="it-joined-no-group"),
+        pytest.param(rank_1_left(rank_1_ended=T0 + 10.5), id="it-left-after-the-first-failure"),
+        pytest.param(rank_1_left(tails={0: "OSError: [Errno 28] No space left on device"}), id="no-rank-lost-a-peer"),
     ],
 )
-def test_a_rank_that_exited_0_is_not_named_unless_it_left_early_without_ending(
-    rank_1_ended: float, world_record: dict[str, Any]
-) -> None:
-    records = make_records(
-        rank_status(0, code=1, ended=T0 + 12),
-        rank_status(1, code=0, ended=rank_1_ended),
-        rank_status(2, code=1, ended=T0 + 11),
-    )
-    records.world[1] = {"rank": 1, **world_record}
-    assert summary_of(records, launcher_exit_code=1)["failure_reasons"][:2] == ["rank 2 on node3 exited 1", "rank 0 on node1 exited 1"]
+def test_a_rank_that_exited_0_is_not_named_unless_it_left_before_the_others_lost_it(records: RunRecords) -> None:
+    assert summary_of(records, launcher_exit_code=1)["failure_reasons"][:2] == ["rank 0 on node1 exited 1", "rank 2 on node3 exited 1"]
 
 
 def test_every_rank_leaving_with_os_exit_0_is_a_success() -> None:
