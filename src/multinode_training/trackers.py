@@ -88,7 +88,7 @@ def write_tensorboard(run_dir: Path) -> Path:
     summary, series = summary_and_epochs(run_dir)
     directory = run_dir / TENSORBOARD_DIR
     shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
+    directory.mkdir(parents=True, exist_ok=True)
     now = time.time()
     events = [Event(wall_time=now, file_version=FILE_VERSION)]
 
