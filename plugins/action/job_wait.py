@@ -30,12 +30,12 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "run_dir": {"type": "path", "required": True},
     "world_size": {"type": "int", "required": True},
     "timeout": {"type": "int", "required": True},
-    "poll": {"type": "float", "default": 1.0},
+    "poll": {"type": "float", "default": 5.0},
     "heartbeat": {"type": "int", "default": 30},
     "cancel_file": {"type": "path"},
     "container": {"type": "str"},
     "check_pid": {"type": "bool", "default": False},
-    "liveness_every": {"type": "int", "default": 10},
+    "liveness_every": {"type": "int", "default": 30},
     "until": {"type": "str", "default": "launcher_exit", "choices": ["launcher_exit", "ranks_succeeded"]},
     "stall_timeout": {"type": "int", "default": 0},
     "straggler_margin": {"type": "float", "default": 0.0},
@@ -121,10 +121,12 @@ class ActionModule(ActionBase):
             self._stop_when_orphaned(playbook)
             polled = time.monotonic()
             stop = not cancelled and cancel_file.exists()
-            # The module reads for a poll period on the node and returns early when the launcher ends.
+            # The module reads for a poll period on the node and returns early when the launcher ends or a rank
+            # starts, ends or reports an epoch.
             status = execute(self, "multinode.training.job_status", task_vars,
                              {"job_dir": args["job_dir"], "offsets": offsets, "stop": stop, "check_pid": args["check_pid"],
-                              "wait": 0 if stop else args["poll"], "ranks_to_end": self._ranks_to_end(args, follower)})
+                              "wait": 0 if stop else args["poll"], "ranks_to_end": self._ranks_to_end(args, follower),
+                              "until_milestone": True})
             if stop:
                 cancelled = True
                 display.display(f"[{follower.run_dir.name}] cancel asked for ({cancel_file}): stopping the job on every node")

@@ -98,14 +98,15 @@ def ranks_ended_in(chunks: Mapping[str, Chunk]) -> int:
     return sum(chunk.text.count(marker) for name, chunk in chunks.items() if name != LAUNCHER_LOG)
 
 
-def read_for(
+def read_for(  # pylint: disable=too-many-arguments
     logs_dir: str, offsets: Mapping[str, int], max_bytes: int, seconds: float, pid_file: str | None = None,
-    interval: float = 0.05, ranks_to_end: int = 0,
+    interval: float = 0.05, ranks_to_end: int = 0, until_milestone: bool = False,
 ) -> dict[str, Chunk]:
     """``read_new_text`` over ``seconds``: what was appended in that time, returned at once when the launcher logged
-    its exit, its process (by ``pid_file``) is gone, a file has ``max_bytes`` waiting or (``ranks_to_end`` > 0) that
-    many ranks logged their end. So a follower that asks every ``seconds`` sees the end of a job within ``interval``,
-    not within its polling period."""
+    its exit, its process (by ``pid_file``) is gone, a file has ``max_bytes`` waiting, (``ranks_to_end`` > 0) that
+    many ranks logged their end or (``until_milestone``) the new text holds a milestone (:func:`holds_milestone`).
+    So a follower that asks every ``seconds`` sees the end of a job, and with ``until_milestone`` a rank's start, end
+    or epoch, within ``interval``, not within its polling period; a rank's other lines and beats wait for it."""
     deadline = time.monotonic() + seconds
     found: dict[str, Chunk] = {}
     current = dict(offsets)
@@ -117,9 +118,22 @@ def read_for(
         full = any(len(chunk.text) >= max_bytes for chunk in found.values())
         gone = pid_file is not None and process_running(pid_file) is False
         ranks_done = 0 < ranks_to_end <= ranks_ended_in(found)
-        if launcher_ended(chunks) or full or gone or ranks_done or time.monotonic() >= deadline:
+        milestone = until_milestone and holds_milestone(chunks)
+        if launcher_ended(chunks) or full or gone or ranks_done or milestone or time.monotonic() >= deadline:
             return found
         time.sleep(interval)
+
+
+# What a follower shows as it happens: a rank's start, end and epochs, and the launch script's events it shows. Not a
+# training step: a script may print one every moment, and returning for each would read as often as polling every
+# moment does.
+_MILESTONES = frozenset(("started", "ended", "epoch", *(events.NODE_EXIT, events.ABORT, events.CANCEL, events.LAUNCHER_EXIT)))
+
+
+def holds_milestone(chunks: Mapping[str, Chunk]) -> bool:
+    """Whether new log text holds a record a follower shows as it happens (:data:`_MILESTONES`)."""
+    records = progress_records({name: chunk.text for name, chunk in chunks.items()})
+    return any(record["kind"] in _MILESTONES for record in records)
 
 
 def process_running(pid_file: str) -> bool | None:

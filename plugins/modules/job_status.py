@@ -14,7 +14,7 @@ description:
     each rank's own C(rank-<N>.log).
   - With O(stop=true) it creates O(job_dir)C(/stop); the launch script sees it within a second, logs a C(cancel) event
     and stops every rank on every node; the run summary then says C(cancelled).
-  - The multinode.training.job_wait action calls it about once a second while a job runs; it is rarely useful alone.
+  - The multinode.training.job_wait action calls it every few seconds while a job runs; it is rarely useful alone.
 author:
   - multinode.training team (@multinode-training)
 extends_documentation_fragment:
@@ -63,6 +63,14 @@ options:
         wrapper's last line). V(0) does not look for it.
     type: int
     default: 0
+  until_milestone:
+    description:
+      - With O(wait), also return at once when the new text holds a rank's start, end or epoch, or an event of the
+        launch script the follower shows (a node's exit, an abort, a cancel, the launcher's exit). A rank's other
+        lines and its beats wait for the end of O(wait). So a follower can read seldom (each read is a module run on
+        the launcher node) and still show what matters as it happens.
+    type: bool
+    default: false
   check_pid:
     description:
       - Also say whether the launch script's process (its pid in O(job_dir)C(/launch.pid)) still runs. Only where the
@@ -119,6 +127,7 @@ def main() -> None:
             check_pid=dict(type="bool", default=False),
             wait=dict(type="float", default=0),
             ranks_to_end=dict(type="int", default=0),
+            until_milestone=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -139,6 +148,7 @@ def main() -> None:
     chunks = read_for(
         logs_dir, module.params["offsets"], module.params["max_bytes"], module.params["wait"],
         pid_file if module.params["check_pid"] else None, ranks_to_end=module.params["ranks_to_end"],
+        until_milestone=module.params["until_milestone"],
     )
     offsets = {**module.params["offsets"], **{name: chunk.offset for name, chunk in chunks.items()}}
     result = dict(changed=changed, chunks={name: chunk.text for name, chunk in chunks.items()}, offsets=offsets)

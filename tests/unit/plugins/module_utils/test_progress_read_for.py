@@ -193,3 +193,59 @@ def test_read_for_returns_at_once_when_a_file_has_max_bytes_waiting(tmp_path: Pa
 
     assert time.monotonic() - start < 20
     assert found == {"node1.log": Chunk("x" * 9 + "\n", 10)}
+
+
+# --------------------------------------------------------------------------- read_for until a milestone
+
+
+def milestone_read(logs: Path, seconds: float) -> tuple[dict[str, Chunk], float]:
+    """What ``read_for`` with ``until_milestone`` returned and the seconds it took."""
+    start = time.monotonic()
+    found = progress.read_for(str(logs), {}, MAX_BYTES, seconds, until_milestone=True)
+    return found, time.monotonic() - start
+
+
+def test_until_milestone_returns_as_soon_as_a_rank_reports_an_epoch(tmp_path: Path) -> None:
+    log = tmp_path / "node1.log"
+    log.write_text("[rank 0 node1] loading data\n")
+
+    with appended_later(log, ["[rank 0 node1] epoch 1 loss 0.5\n"], every=0.2):
+        found, elapsed = milestone_read(tmp_path, 60)
+
+    assert elapsed < 20
+    assert found == {"node1.log": Chunk("[rank 0 node1] loading data\n[rank 0 node1] epoch 1 loss 0.5\n", 60)}
+
+
+def test_until_milestone_returns_at_once_on_a_rank_s_start_and_end_and_a_node_s_exit(tmp_path: Path) -> None:
+    for text, name in (
+        (f"[rank 1 node2] {events.RANK_STARTED}\n", "node2.log"),
+        (f"[rank 1 node2] {events.RANK_ENDED} 3\n", "node2.log"),
+        (launcher_line(events.NODE_EXIT, node="node2", code=1), "launcher.log"),
+    ):
+        logs = tmp_path / str(len(list(tmp_path.iterdir())))
+        logs.mkdir()
+        (logs / name).write_text(text)
+
+        found, elapsed = milestone_read(logs, 60)
+
+        assert elapsed < 20, text
+        assert found[name].text == text
+
+
+def test_until_milestone_reads_beats_steps_and_other_lines_to_the_end_of_its_seconds(tmp_path: Path) -> None:
+    (tmp_path / "node1.log").write_text(
+        f"[rank 0 node1] {events.RANK_BEAT} R 12.5 97\n[rank 0 node1] epoch 1 step 20 loss 0.7\n[rank 0 node1] hello\n"
+    )
+
+    found, elapsed = milestone_read(tmp_path, 0.3)
+
+    assert elapsed >= 0.3
+    assert found["node1.log"].text.count("\n") == 3
+
+
+def test_a_milestone_does_not_end_a_read_that_did_not_ask_for_it(tmp_path: Path) -> None:
+    (tmp_path / "node1.log").write_text("[rank 0 node1] epoch 1 loss 0.5\n")
+
+    _, elapsed = timed_read(tmp_path, 0.3)
+
+    assert elapsed >= 0.3
