@@ -14,7 +14,10 @@ has been watched that long), is a straggler: its steps take that much longer tha
 CPUs other work also wants, one beat in which the others waited for a CPU as long as the straggler says nothing of
 the seconds around it (a rule of every beat named no straggler on such a machine). It must be busy at least ``MIN_BUSY_PERCENT`` (it is
 the rank the others wait for) while the others' median is busy at least ``MIN_MEDIAN_PERCENT`` (the others are
-training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). Nobody is named while a
+training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). And it must be the
+busiest rank (or as busy as the busiest): a rank less busy than another also waits for that one. On a machine whose
+CPUs are all busy, a rank whose node got less of them than the others (waiting for a CPU counts as busy) was named
+beside the rank of a node cut to a tenth of a CPU, at 94% busy against its 99%. Nobody is named while a
 rank that ended has not beaten again: the job is winding down, its ranks end one after another, and those left
 (rank 0 evaluating or saving, the others waiting to exit) are no longer in step; on a loaded machine the others'
 wait for a CPU counts as busy, and rank 0 was named at the end of a job whose straggler had already ended. A
@@ -113,9 +116,13 @@ class StragglerWatch:
             return None
         if now - self.first_seen[rank] < self.after:
             return None
-        busy = round(self._typical(rank, now))
-        median = statistics.median(self._typical(other, now) for other in self.busy if other != rank)
+        typical = self._typical(rank, now)
+        others = [self._typical(other, now) for other in self.busy if other != rank]
+        busy, median = round(typical), statistics.median(others)
         if busy < MIN_BUSY_PERCENT or median < MIN_MEDIAN_PERCENT or busy < (1 + self.margin) * median:
+            return None
+        # The rank the others wait for is the busiest: one less busy than another waits for that one too.
+        if typical < max(others):
             return None
         return Straggler(rank, self.busy[rank][0], busy / median - 1, busy, median, self.after)
 

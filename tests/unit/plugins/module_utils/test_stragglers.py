@@ -71,6 +71,24 @@ def test_a_rank_that_caught_up_for_its_window_is_no_straggler() -> None:
     assert found == []
 
 
+def test_a_rank_less_busy_than_the_straggler_is_not_named_beside_it() -> None:
+    # A machine whose CPUs are all busy: node3 cut to 0.1 CPUs, node2 got less CPU than node1 and waited for one.
+    # Rank 1 is 30% busier than the others' median, but it waits for rank 2 too (CI, the cut-CPU drill).
+    watch = StragglerWatch(margin=0.3, after=15)
+
+    found = feed(watch, {0: 45, 1: 94, 2: 99}, beats=8)
+
+    assert [straggler.rank for straggler in found] == [2]
+
+
+def test_two_ranks_as_busy_as_each_other_and_the_others_idle_are_both_named() -> None:
+    watch = StragglerWatch(margin=0.3, after=15)
+
+    found = feed(watch, {0: 30, 1: 100, 2: 100, 3: 30}, beats=8)
+
+    assert sorted(straggler.rank for straggler in found) == [1, 2]
+
+
 def test_every_rank_equally_slow_names_nobody() -> None:
     # Shared cores: every rank waits for a CPU as much as the others.
     assert feed(StragglerWatch(margin=0.3, after=10), {0: 96, 1: 97, 2: 95}, beats=20) == []
