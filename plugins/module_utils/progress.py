@@ -98,7 +98,7 @@ def ranks_ended_in(chunks: Mapping[str, Chunk]) -> int:
     return sum(chunk.text.count(marker) for name, chunk in chunks.items() if name != LAUNCHER_LOG)
 
 
-def read_for(  # pylint: disable=too-many-arguments
+def read_for(
     logs_dir: str, offsets: Mapping[str, int], max_bytes: int, seconds: float, pid_file: str | None = None,
     interval: float = 0.05, ranks_to_end: int = 0, until_milestone: bool = False,
 ) -> dict[str, Chunk]:
@@ -127,7 +127,7 @@ def read_for(  # pylint: disable=too-many-arguments
 # What a follower shows as it happens: a rank's start, end and epochs, and the launch script's events it shows. Not a
 # training step: a script may print one every moment, and returning for each would read as often as polling every
 # moment does.
-_MILESTONES = frozenset(("started", "ended", "epoch", *(events.NODE_EXIT, events.ABORT, events.CANCEL, events.LAUNCHER_EXIT)))
+_MILESTONES = frozenset(("started", "ended", "epoch", events.NODE_EXIT, events.ABORT, events.CANCEL, events.LAUNCHER_EXIT))
 
 
 def holds_milestone(chunks: Mapping[str, Chunk]) -> bool:

@@ -24,11 +24,14 @@ def launcher_line(event: str, **fields: object) -> str:
 
 
 def timed_read(
-    logs: Path, seconds: float, *, offsets: dict[str, int] | None = None, pid_file: str | None = None, ranks_to_end: int = 0
+    logs: Path, seconds: float, *, offsets: dict[str, int] | None = None, pid_file: str | None = None, ranks_to_end: int = 0,
+    until_milestone: bool = False,
 ) -> tuple[dict[str, Chunk], float]:
     """What ``read_for`` returned and the seconds it took."""
     start = time.monotonic()
-    found = progress.read_for(str(logs), offsets or {}, MAX_BYTES, seconds, pid_file=pid_file, ranks_to_end=ranks_to_end)
+    found = progress.read_for(
+        str(logs), offsets or {}, MAX_BYTES, seconds, pid_file=pid_file, ranks_to_end=ranks_to_end, until_milestone=until_milestone
+    )
     return found, time.monotonic() - start
 
 
@@ -198,19 +201,12 @@ def test_read_for_returns_at_once_when_a_file_has_max_bytes_waiting(tmp_path: Pa
 # --------------------------------------------------------------------------- read_for until a milestone
 
 
-def milestone_read(logs: Path, seconds: float) -> tuple[dict[str, Chunk], float]:
-    """What ``read_for`` with ``until_milestone`` returned and the seconds it took."""
-    start = time.monotonic()
-    found = progress.read_for(str(logs), {}, MAX_BYTES, seconds, until_milestone=True)
-    return found, time.monotonic() - start
-
-
 def test_until_milestone_returns_as_soon_as_a_rank_reports_an_epoch(tmp_path: Path) -> None:
     log = tmp_path / "node1.log"
     log.write_text("[rank 0 node1] loading data\n")
 
     with appended_later(log, ["[rank 0 node1] epoch 1 loss 0.5\n"], every=0.2):
-        found, elapsed = milestone_read(tmp_path, 60)
+        found, elapsed = timed_read(tmp_path, 60, until_milestone=True)
 
     assert elapsed < 20
     assert found == {"node1.log": Chunk("[rank 0 node1] loading data\n[rank 0 node1] epoch 1 loss 0.5\n", 60)}
@@ -226,7 +222,7 @@ def test_until_milestone_returns_at_once_on_a_rank_s_start_and_end_and_a_node_s_
         logs.mkdir()
         (logs / name).write_text(text)
 
-        found, elapsed = milestone_read(logs, 60)
+        found, elapsed = timed_read(logs, 60, until_milestone=True)
 
         assert elapsed < 20, text
         assert found[name].text == text
@@ -237,7 +233,7 @@ def test_until_milestone_reads_beats_steps_and_other_lines_to_the_end_of_its_sec
         f"[rank 0 node1] {events.RANK_BEAT} R 12.5 97\n[rank 0 node1] epoch 1 step 20 loss 0.7\n[rank 0 node1] hello\n"
     )
 
-    found, elapsed = milestone_read(tmp_path, 0.3)
+    found, elapsed = timed_read(tmp_path, 0.3, until_milestone=True)
 
     assert elapsed >= 0.3
     assert found["node1.log"].text.count("\n") == 3
