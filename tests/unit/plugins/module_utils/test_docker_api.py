@@ -164,15 +164,32 @@ def test_stopped_container_returns_as_soon_as_it_stops(docker: FakeDocker) -> No
     assert docker.requests == [("GET", "/containers/worker/json")] * 3
 
 
-def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(docker: FakeDocker) -> None:
+class SteppedClock:
+    """The module's clock: ``sleep`` moves it on, nothing else does, so how many reads fit is not the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(
+    docker: FakeDocker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     docker.containers["worker"] = FakeContainer(running_gets=None)
-    start = time.monotonic()
+    clock = SteppedClock()
+    monkeypatch.setattr(docker_api, "time", clock)
 
-    details = docker_api.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.05)
+    details = docker_api.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.1)
 
-    assert 0.3 <= time.monotonic() - start < 10
     assert details == {"present": True, "running": True, "exit_code": 0, "oom_killed": False}
-    assert docker.containers["worker"].gets >= 3
+    # A read at once, then one after each of the three 0.1-s sleeps that bring the clock to the 0.3-s deadline.
+    assert clock.now == pytest.approx(0.3)
+    assert docker.containers["worker"].gets == 4
 
 
 def test_stopped_container_of_an_absent_container_returns_at_once(docker: FakeDocker) -> None:
