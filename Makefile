@@ -118,7 +118,7 @@ molecule-newcomer: venv-dev host images wheels ## the README's inventory and com
 	scripts/images.sh trixie
 	molecule test -s newcomer
 
-molecule-hosts: venv-dev host images wheels ## host mode and Slurm on a sim cluster of their own (MULTINODE_SLOW_DRILLS=1 adds the mode switch)
+molecule-hosts: venv-dev host images wheels ## host mode and Slurm on a sim cluster of their own (MULTINODE_SLOW_DRILLS=1 adds the mode switch and the Slurm killed rank)
 	molecule test -s hosts
 
 molecule-deepspeed: venv-dev host ## opt-in: DeepSpeed ZeRO-2 across 3 sim nodes in the DeepSpeed image variant
