@@ -184,11 +184,12 @@ def test_stopped_container_gives_up_after_wait_seconds_while_it_runs(
     clock = SteppedClock()
     monkeypatch.setattr(docker_api, "time", clock)
 
-    details = docker_api.stopped_container("worker", docker.path, wait_seconds=0.3, interval=0.1)
+    # Binary fractions, so the clock lands on the deadline exactly (three 0.1-s sleeps sum to just over 0.3).
+    details = docker_api.stopped_container("worker", docker.path, wait_seconds=0.75, interval=0.25)
 
     assert details == {"present": True, "running": True, "exit_code": 0, "oom_killed": False}
-    # A read at once, then one after each of the three 0.1-s sleeps that bring the clock to the 0.3-s deadline.
-    assert clock.now == pytest.approx(0.3)
+    # A read at once, then one after each of the three 0.25-s sleeps that bring the clock to the 0.75-s deadline.
+    assert clock.now == 0.75
     assert docker.containers["worker"].gets == 4
 
 
