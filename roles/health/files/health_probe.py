@@ -149,14 +149,48 @@ def boot_id() -> str:
         return str(dist.get_rank())
 
 
-def my_turn(world: int) -> tuple[int, int, bool]:
-    """This rank's turn among the ranks on the same kernel, how many turns the largest such group takes, and whether
-    this rank shares its kernel with another."""
+def kernel_group(world: int) -> tuple[list[int], int]:
+    """The ranks on this rank's kernel, in rank order, and how many ranks the largest such group holds."""
     kernels: list[Any] = [None] * world
     dist.all_gather_object(kernels, boot_id())
     mine = kernels[dist.get_rank()]
-    turns = max(kernels.count(kernel) for kernel in kernels)
-    return kernels[: dist.get_rank()].count(mine), turns, kernels.count(mine) > 1
+    group = [rank for rank, kernel in enumerate(kernels) if kernel == mine]
+    return group, max(kernels.count(kernel) for kernel in kernels)
+
+
+def turn_order(group: list[int], round_count: int) -> list[int]:
+    """Who measures when on one kernel: the group's ranks one after another, in every round, the order rotated by one
+    each round (round k starts with the group's k-th rank from its end), so that each rank measures at another place
+    among the others' turns."""
+    size = len(group)
+    return [group[(turn - round_number) % size] for round_number in range(round_count) for turn in range(size)]
+
+
+def neighbours(order: list[int], position: int) -> tuple[int | None, int | None]:
+    """The rank that hands the turn at ``position`` of ``order`` to its holder, and the rank it hands it on to; None
+    where there is none or it is the holder itself (one rank's turns back to back)."""
+    holder = order[position]
+    before = order[position - 1] if position > 0 else None
+    after = order[position + 1] if position + 1 < len(order) else None
+    return (before if before != holder else None), (after if after != holder else None)
+
+
+TURN_TAG = 7  # the tag of the turn's token, apart from the ring's sends
+
+
+def take_turns(order: list[int], measure: Callable[[], None]) -> None:
+    """Measure at this rank's places in ``order``: the ranks of one kernel pass a token, each measures once it holds
+    it and hands it on, while the others wait in their receive (idle). A turn waits for the one before it on its
+    kernel only, not at a barrier of the whole world (which wakes every rank, on every kernel, for every turn);
+    kernels apart measure at the same time, each at its own pace."""
+    token = torch.zeros(1)
+    for position in [index for index, rank in enumerate(order) if rank == dist.get_rank()]:
+        before, after = neighbours(order, position)
+        if before is not None:
+            dist.recv(token, before, tag=TURN_TAG)
+        measure()
+        if after is not None:
+            dist.send(token, after, tag=TURN_TAG)
 
 
 def compute_figures(world: int) -> tuple[float, float, int]:
@@ -171,17 +205,17 @@ def compute_figures(world: int) -> tuple[float, float, int]:
         "gflops": (lambda: torch.mm(left, right), 2 * MATRIX_SIZE**3),
         "memory_gbps": (lambda: target.copy_(source), 2 * COPY_BYTES),
     }
-    turn, turns, shared = my_turn(world)
+    group, turns = kernel_group(world)
+    shared = len(group) > 1
     round_count, window = rounds(turns), window_seconds(turns)
     best, retries_left = dict.fromkeys(measures, 0.0), dict.fromkeys(measures, round_count if shared else 0)
-    for round_number in range(round_count):
-        for current in range(turns):
-            dist.barrier()
-            if current != (turn + round_number) % turns:
-                continue
-            for measure, (action, work) in measures.items():
-                rate, retries = turn_rate(action, work, retries_left[measure], window)
-                best[measure], retries_left[measure] = max(best[measure], rate / 1e9), retries_left[measure] - retries
+
+    def measure_turn() -> None:
+        for measure, (action, work) in measures.items():
+            rate, retries = turn_rate(action, work, retries_left[measure], window)
+            best[measure], retries_left[measure] = max(best[measure], rate / 1e9), retries_left[measure] - retries
+
+    take_turns(turn_order(group, round_count), measure_turn)
     return round(best["gflops"], 2), round(best["memory_gbps"], 2), turns
 
 
@@ -251,24 +285,49 @@ def ring_send_seconds(rank: int, world: int, one_at_a_time: bool) -> float:
     counted): in the ring's rounds, or one send at a time when nodes share a kernel. There every send of a round ran
     on the same CPUs, and a send's time measured how the scheduler shared them (on 32 simulated nodes the links
     ranged from 0.58 to 4.2 times the median, and a healthy one fell below the gate); alone, a send is fast (about
-    40 ms on a virtual link), so the turns cost about as much as the rounds did."""
+    40 ms on a virtual link)."""
     payload, inbox = torch.ones(RING_ELEMENTS), torch.empty(RING_ELEMENTS)
     if one_at_a_time:
-        sender, receiver, slots, repeats = rank, (rank - 1) % world, world, 4
-    else:
-        sender, receiver = ring_round(rank, world), ring_round((rank - 1) % world, world)
-        slots, repeats = 3 if world % 2 else 2, 6
+        return min(ring_in_order(rank, world, payload, inbox, 4)[1:])
+    return min(ring_in_rounds(rank, world, payload, inbox, 6)[1:])
+
+
+def ring_in_rounds(rank: int, world: int, payload: Any, inbox: Any, repeats: int) -> list[float]:
+    """The seconds of this rank's sends to the next rank, ``repeats`` times, in the ring's rounds (a barrier before
+    each): a node either sends or receives in a round, never both."""
+    after, before = (rank + 1) % world, (rank - 1) % world
+    sender, receiver = ring_round(rank, world), ring_round(before, world)
     timings = []
     for repeat in range(repeats):  # noqa: B007 (only the count matters)
-        for current in range(slots):
+        for current in range(3 if world % 2 else 2):
             dist.barrier()
             if current == sender:
-                started = time.perf_counter()
-                dist.send(payload, (rank + 1) % world)
-                timings.append(time.perf_counter() - started)
+                timings.append(timed_send(payload, after))
             elif current == receiver:
-                dist.recv(inbox, (rank - 1) % world)
-    return min(timings[1:])
+                dist.recv(inbox, before)
+    return timings
+
+
+def ring_in_order(rank: int, world: int, payload: Any, inbox: Any, repeats: int) -> list[float]:
+    """The seconds of this rank's sends around the ring in rank order, ``repeats`` times: a rank sends once the send
+    before it has reached it, so one send runs at a time with no barrier between them (a barrier wakes every rank
+    for every send)."""
+    after, before = (rank + 1) % world, (rank - 1) % world
+    timings = []
+    for repeat in range(repeats):  # noqa: B007 (only the count matters)
+        if rank != 0:
+            dist.recv(inbox, before)
+        timings.append(timed_send(payload, after))
+        if rank == 0:
+            dist.recv(inbox, before)
+    return timings
+
+
+def timed_send(payload: Any, destination: int) -> float:
+    """Seconds to send ``payload`` to ``destination``, which is waiting for it."""
+    started = time.perf_counter()
+    dist.send(payload, destination)
+    return time.perf_counter() - started
 
 
 def main() -> None:
