@@ -11,6 +11,8 @@
 # containers, networks, ports and files are their own. A command runs with `nice` when its name ends in `~` (for one
 # that only fills the CPU the first one leaves idle). Each line of a log starts with the time it was written
 # (HH:MM:SS), so a log says where a lane's minutes went; the terminal shows the lines as the command wrote them.
+# Where the CPU went is printed at the end: each command's own CPU seconds (its processes, not its containers) and,
+# from scripts/container_cpu.sh, each container's ($LOGS/cpu.txt).
 set -uo pipefail
 
 LOGS=${SIDE_BY_SIDE_LOGS:-/tmp/side-by-side}
@@ -22,6 +24,15 @@ STAMP_WIDTH=9  # "HH:MM:SS "
 # Standard input, each line prefixed with the time it arrived.
 stamp() {
   perl -MPOSIX -ne 'BEGIN { $| = 1 } print strftime("%H:%M:%S ", localtime), $_'
+}
+
+# The user and system CPU seconds of this shell's ended children and theirs: the second line of bash's `times`, which
+# must run in this shell (not in a $(...) subshell, whose children are none), so it goes through FILE.
+children_cpu_seconds() {
+  local file=$1
+  times >"$file"
+  awk 'NR == 2 { split($1 " " $2, parts, "[ ms]+"); printf "%d", parts[1] * 60 + parts[2] + parts[3] * 60 + parts[4] }' "$file"
+  rm -f "$file"
 }
 
 # One command: name=command, its log, whether its output also goes to the terminal. Records its time and status.
@@ -39,8 +50,11 @@ run_one() {
     bash -c "$command" 2>&1 | stamp >"$log"
     code=${PIPESTATUS[0]}
   fi
-  printf '  %-28s %5d s%s\n' "$name" $(( $(date +%s) - from )) "$([ $code -eq 0 ] || echo " FAILED ($code)")" >>"$times"
-  return $code
+  children_cpu_seconds "$log.cpu" >"$log.cpu-seconds"
+  printf '  %-28s %5d s, CPU %5d s%s\n' "$name" $(( $(date +%s) - from )) "$(cat "$log.cpu-seconds")" \
+    "$([ "$code" -eq 0 ] || echo " FAILED ($code)")" >>"$times"
+  rm -f "$log.cpu-seconds"
+  return "$code"
 }
 
 run_group() {
@@ -76,6 +90,9 @@ run_group() {
   [ $# -eq 1 ] || printf '  %-28s %5d s (side by side)\n' "${names[*]}" $(( $(date +%s) - started )) >>"$times"
 }
 
+"$(dirname "$0")/container_cpu.sh" watch "$LOGS/cpu.readings" &
+watcher=$!
+
 group=()
 for word in "$@" --; do
   if [ "$word" = "--" ]; then
@@ -89,7 +106,12 @@ for word in "$@" --; do
   fi
 done
 
+kill "$watcher" 2>/dev/null
+wait "$watcher"
+"$(dirname "$0")/container_cpu.sh" report "$LOGS/cpu.readings" >"$LOGS/cpu.txt"
 printf '\nside by side, time per command:\n%s\n' "$(cat "$times")"
+printf '\nCPU seconds, the largest containers and in all (%s):\n%s\n%s\n' "$LOGS/cpu.txt" \
+  "$(head -n -3 "$LOGS/cpu.txt" | head -n 10)" "$(tail -n 3 "$LOGS/cpu.txt")"
 rm -f "$times"
 if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -302,17 +303,25 @@ def submitted_pair(inventory: str, runs: Path) -> dict[str, Any]:
 
 def main() -> None:
     inventory, runs = sys.argv[1], Path(sys.argv[2])
-    found = {
-        **planned_then_trained(inventory, runs),
+    steps: tuple[tuple[str, Callable[[], dict[str, Any]]], ...] = (
+        ("planned_then_trained", lambda: planned_then_trained(inventory, runs)),
         # check() right before the pair: its first job reuses the check.
-        **checked(inventory, runs),
-        **submitted_pair(inventory, runs),
-        **ran_beside_then_taken_over(inventory, runs),
-        **orphaned_then_cancelled(inventory, runs),
+        ("checked", lambda: checked(inventory, runs)),
+        ("submitted_pair", lambda: submitted_pair(inventory, runs)),
+        ("ran_beside_then_taken_over", lambda: ran_beside_then_taken_over(inventory, runs)),
+        ("orphaned_then_cancelled", lambda: orphaned_then_cancelled(inventory, runs)),
         # A cancelled job removes the worker containers: verify_api.yml then checks none is left.
-        **interrupted(inventory, runs),
-        **planned_requirements(inventory),
-    }
+        ("interrupted", lambda: interrupted(inventory, runs)),
+        ("planned_requirements", lambda: planned_requirements(inventory)),
+    )
+    # Each step's seconds, in the result and on stderr as it ends (a failing step's output shows the ones before it).
+    step_s: dict[str, float] = {}
+    found: dict[str, Any] = {"step_s": step_s}
+    for name, step in steps:
+        began = time.monotonic()
+        found.update(step())
+        step_s[name] = round(time.monotonic() - began, 1)
+        print(f"api_e2e: {name} took {step_s[name]} s", file=sys.stderr, flush=True)
     print(json.dumps(found))
 
 
