@@ -32,31 +32,36 @@ machine_ns() {
 case $mode in
   watch)
     # A last look when stopped (TERM), so a run shorter than one interval is read too.
+    # PREFIX NAME NANOSECONDS per running container, then the machine's.
     look() {
       docker ps --no-trunc --format '{{.ID}} {{.Names}}' 2>/dev/null | while read -r id name; do
         ns=$(usage_ns "$id")
-        [ -z "$ns" ] || echo "$name $ns"
+        [ -z "$ns" ] || echo "$1$name $ns"
       done >>"$file"
       echo "machine $(machine_ns)" >>"$file"
     }
-    trap 'look; exit 0' TERM
-    echo "machine $(machine_ns)" >"$file"
+    trap 'look ""; exit 0' TERM
+    # What the containers running already had spent before the watch (base:NAME) is not counted.
+    : >"$file"
+    look base:
     while true; do
       sleep 15 &
       wait $!
-      look
+      look ""
     done
     ;;
   report)
-    # Per name, the sum of each incarnation's last reading (a reading below the one before starts a new one).
+    # Per name, the sum of each incarnation's last reading (a reading below the one before starts a new one), less
+    # what it had before the watch.
     awk '
-      NR == 1 && $1 == "machine" { first = $2 }
+      $1 == "machine" && first == "" { first = $2 }
+      $1 ~ /^base:/ { base[substr($1, 6)] = $2; next }
       $1 != "machine" && $2 < seen[$1] { ended[$1] += seen[$1] }
       { seen[$1] = $2 }
       END {
         machine = seen["machine"] - first; inside = 0
         for (name in seen) if (name != "machine") {
-          total = ended[name] + seen[name]; inside += total
+          total = ended[name] + seen[name] - base[name]; inside += total
           printf "%8.0f s  %s\n", total / 1e9, name | "sort -rn"
         }
         close("sort -rn")

@@ -90,8 +90,13 @@ run_group() {
   [ $# -eq 1 ] || printf '  %-28s %5d s (side by side)\n' "${names[*]}" $(( $(date +%s) - started )) >>"$times"
 }
 
-"$(dirname "$0")/container_cpu.sh" watch "$LOGS/cpu.readings" &
-watcher=$!
+# One watch per suite: a side_by_side.sh inside one of its commands (make molecule-roles) reports nothing of its own.
+watcher=
+if [ -z "${SIDE_BY_SIDE_CPU_WATCH:-}" ]; then
+  export SIDE_BY_SIDE_CPU_WATCH=$LOGS/cpu.readings
+  "$(dirname "$0")/container_cpu.sh" watch "$SIDE_BY_SIDE_CPU_WATCH" &
+  watcher=$!
+fi
 
 group=()
 for word in "$@" --; do
@@ -106,12 +111,14 @@ for word in "$@" --; do
   fi
 done
 
-kill "$watcher" 2>/dev/null
-wait "$watcher"
-"$(dirname "$0")/container_cpu.sh" report "$LOGS/cpu.readings" >"$LOGS/cpu.txt"
 printf '\nside by side, time per command:\n%s\n' "$(cat "$times")"
-printf '\nCPU seconds, the largest containers and in all (%s):\n%s\n%s\n' "$LOGS/cpu.txt" \
-  "$(head -n -3 "$LOGS/cpu.txt" | head -n 10)" "$(tail -n 3 "$LOGS/cpu.txt")"
+if [ -n "$watcher" ]; then
+  kill "$watcher" 2>/dev/null
+  wait "$watcher"
+  "$(dirname "$0")/container_cpu.sh" report "$SIDE_BY_SIDE_CPU_WATCH" >"$LOGS/cpu.txt"
+  printf '\nCPU seconds, the largest containers and in all (%s):\n%s\n%s\n' "$LOGS/cpu.txt" \
+    "$(head -n -3 "$LOGS/cpu.txt" | head -n 10)" "$(tail -n 3 "$LOGS/cpu.txt")"
+fi
 rm -f "$times"
 if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do
