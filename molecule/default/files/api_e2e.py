@@ -180,8 +180,11 @@ def ran_beside_then_taken_over(inventory: str, runs: Path) -> dict[str, Any]:
     """A job submitted beside a running one (other ports) runs at the same time and both succeed; one on the running
     job's port is refused before any node changes. The running one's follower and ansible-playbook are killed at its
     second epoch (a closed laptop) and it is taken over from a new process (one long job for both promises: the
-    suite's time is CPU-bound on this machine kind)."""
-    epochs = 40
+    suite's time is CPU-bound on this machine kind). The first job must still train when the job on its port is
+    judged and when the job beside starts its ranks: 40 epochs did for 2 OpenMP threads per rank (121 s of training
+    in ci25), not once the simulated nodes shared their kernel's cores (1 thread, about twice as fast: ci26's first
+    job had ended before the clash was judged, which then ran). 120 epochs train about as long as 40 did."""
+    epochs = 120
     first = mt.submit(inventory, extravars={"launcher_job_id": "molecule-first", "launcher_script_args": ["--epochs", str(epochs)]},
                       runs_dir=runs, provision=False)
     next(line for line in first.logs(follow=True) if '"epoch": 2,' in line)
@@ -192,8 +195,8 @@ def ran_beside_then_taken_over(inventory: str, runs: Path) -> dict[str, Any]:
     clash = mt.submit(inventory, provision=False, beside=True, runs_dir=runs,
                       extravars={"launcher_job_id": "molecule-clash", "launcher_script_args": ["--epochs", "2"]})
     try:
-        clash.wait(timeout=300)
-        check(False, "a job beside on the running job's port was not refused")
+        clash_run = clash.wait(timeout=300)
+        check(False, f"a job beside on the running job's port was not refused: it {clash_run.status}, the first job is {first.status()}")
     except mt.JobError as error:
         check("29500 already in use" in str(error), f"the port clash: {error}")
     clash_counts = (read_job_file(clash.run_dir) or {}).get("task_counts") or {}
