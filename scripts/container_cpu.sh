@@ -2,7 +2,7 @@
 # Where the suite's CPU went, by container: while it runs, record each Docker container's CPU seconds (its cgroup's
 # cpuacct or cpu.stat, which holds the containers a simulated node runs inside it), then sum them by container name.
 #
-#   scripts/container_cpu.sh watch FILE &   # every 15 s: one "name seconds" line per running container, appended
+#   scripts/container_cpu.sh watch FILE &   # every 15 s: one "name nanoseconds" line per running container, appended
 #   scripts/container_cpu.sh report FILE    # each container's last seconds, summed by name, largest first, and the
 #                                           # machine's CPU seconds outside any container since the watch began
 #

@@ -26,18 +26,18 @@ stamp() {
   perl -MPOSIX -ne 'BEGIN { $| = 1 } print strftime("%H:%M:%S ", localtime), $_'
 }
 
-# The user and system CPU seconds of this shell's ended children and theirs: the second line of bash's `times`, which
-# must run in this shell (not in a $(...) subshell, whose children are none), so it goes through FILE.
+# Sets cpu_seconds: the user and system CPU seconds of this shell's ended children and theirs, from the second line
+# of bash's `times`, which must run in this shell (in a $(...) subshell it has no children), so it goes through FILE.
 children_cpu_seconds() {
   local file=$1
   times >"$file"
-  awk 'NR == 2 { split($1 " " $2, parts, "[ ms]+"); printf "%d", parts[1] * 60 + parts[2] + parts[3] * 60 + parts[4] }' "$file"
+  cpu_seconds=$(awk 'NR == 2 { split($1 " " $2, parts, "[ ms]+"); printf "%d", parts[1] * 60 + parts[2] + parts[3] * 60 + parts[4] }' "$file")
   rm -f "$file"
 }
 
 # One command: name=command, its log, whether its output also goes to the terminal. Records its time and status.
 run_one() {
-  local name=$1 command=$2 log=$3 show=$4 from code
+  local name=$1 command=$2 log=$3 show=$4 from code cpu_seconds
   from=$(date +%s)
   if [ "${name: -1}" = "~" ]; then
     command="nice -n 10 $command"
@@ -50,10 +50,9 @@ run_one() {
     bash -c "$command" 2>&1 | stamp >"$log"
     code=${PIPESTATUS[0]}
   fi
-  children_cpu_seconds "$log.cpu" >"$log.cpu-seconds"
-  printf '  %-28s %5d s, CPU %5d s%s\n' "$name" $(( $(date +%s) - from )) "$(cat "$log.cpu-seconds")" \
+  children_cpu_seconds "$log.cpu"
+  printf '  %-28s %5d s, CPU %5d s%s\n' "$name" $(( $(date +%s) - from )) "$cpu_seconds" \
     "$([ "$code" -eq 0 ] || echo " FAILED ($code)")" >>"$times"
-  rm -f "$log.cpu-seconds"
   return "$code"
 }
 
