@@ -69,6 +69,11 @@ WORLD_RECORD = "status/world-rank-{rank}.json"
 # process ends (the interpreter's teardown closes its sockets), and the ranks its end breaks end theirs after that:
 # the run report orders failed ranks by it (run_report.py), where the process's end alone can come in either order.
 SCRIPT_ENDED = "script_ended"
+# The exit status the rank's own code ended with, in its world record, where the guard can tell it (exit_status()): a
+# rank's wrapper can be killed while the interpreter is torn down (mpiexec stops every rank once one has failed, and
+# the rank whose exit broke the others' collectives may be still in its teardown), and the run report then reads the
+# failure from here.
+EXIT_STATUS = "exit_status"
 # Modules with which a rank forms its world without torch.distributed: its ranks are not judged by their groups.
 OTHER_WORLDS = ("tensorflow", "horovod", "mpi4py", "jax")
 
@@ -93,6 +98,22 @@ class ExitStatus:
 def ends_normally(last_exception: Optional[BaseException], requested_status: Any) -> bool:
     """Whether the process is ending without an uncaught exception and without a failing ``sys.exit`` status."""
     return last_exception is None and requested_status in (None, 0)
+
+
+def exit_status(last_exception: Optional[BaseException], requested_status: Any) -> Optional[int]:
+    """The exit status Python gives the process for the way its code ended, or None where the guard cannot tell.
+
+    An uncaught exception gives 1 (an uncaught ``KeyboardInterrupt`` ends the process by SIGINT: no status); a
+    ``sys.exit``, ``exit`` or ``quit`` gives its status as Python turns it into one (None: 0, an integer: its low 8
+    bits, anything else: 1). A normal end and ``raise SystemExit(...)`` leave no trace the guard can read: None.
+    """
+    if last_exception is not None:
+        return None if isinstance(last_exception, KeyboardInterrupt) else 1
+    if requested_status is None:
+        return None
+    if isinstance(requested_status, int):
+        return requested_status & 0xFF
+    return 1
 
 
 def gloo_group_left_open(modules: dict[str, ModuleType]) -> Optional[ModuleType]:
@@ -213,14 +234,15 @@ class WorldRecord:
         )
         self.write()
 
-    def add_end(self, modules: Container[str], now: float) -> None:
-        """Record the rank's end: whether it imported torch, the frameworks of :data:`OTHER_WORLDS` it imported, and
+    def add_end(self, modules: Container[str], now: float, status: Optional[int]) -> None:
+        """Record the rank's end: whether it imported torch, the frameworks of :data:`OTHER_WORLDS` it imported,
         when its own code ended (``now``, epoch seconds: the script and its ``atexit`` callbacks are done, the
-        interpreter's teardown has not begun)."""
+        interpreter's teardown has not begun) and the exit status it ended with (``status``, None where unknown)."""
         self.content["torch"] = "torch" in modules
         self.content["other_worlds"] = sorted(name for name in OTHER_WORLDS if name in modules)
         self.content["ended"] = True
         self.content[SCRIPT_ENDED] = now
+        self.content[EXIT_STATUS] = status
         self.write()
 
     def write(self) -> None:
@@ -290,7 +312,9 @@ def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None
         c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
 
     sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
-    atexit.register(lambda: record.add_end(sys.modules, time.time()))
+    atexit.register(
+        lambda: record.add_end(sys.modules, time.time(), exit_status(getattr(sys, "last_value", None), ExitStatus.requested))
+    )
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
-from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import SCRIPT_ENDED
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import EXIT_STATUS, SCRIPT_ENDED
 from ansible_collections.multinode.training.plugins.module_utils import world
 
 _DECODER = json.JSONDecoder()
@@ -215,6 +215,28 @@ def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
     return f"rank {rank} left no record: lost with {nodes}, or never started"
 
 
+# Said of a rank whose failing end is known from its world record only (_statuses).
+_ENDED_UNRECORDED = "its process was killed before its wrapper recorded the end"
+
+
+def _statuses(records: RunRecords) -> dict[int, dict[str, Any]]:
+    """Each rank's status record, where its wrapper recorded no end but its own code ended failing (its world
+    record's exit status, not 0) with that end: its code and when its code ended.
+
+    mpiexec stops every rank as soon as one has exited non-zero, and the rank whose exit broke the others'
+    collectives can be still in its interpreter's teardown then, its wrapper killed with it. Only a failing status
+    is taken from the world record: a rank whose wrapper never saw it exit 0 never counts as having succeeded.
+    """
+    statuses = dict(records.rank_status)
+    for rank, status in records.rank_status.items():
+        world_record = records.world.get(rank) or {}
+        code, script_ended = world_record.get(EXIT_STATUS), world_record.get(SCRIPT_ENDED)
+        failing = isinstance(code, int) and not isinstance(code, bool) and code != 0
+        if status.get("code") is None and failing and isinstance(script_ended, float):
+            statuses[rank] = {**status, "code": code, "ended": script_ended, "unrecorded": True}
+    return statuses
+
+
 def _end_times(records: RunRecords, world_size: int) -> dict[int, float]:
     """When each rank that ended with a failing status ended, to put the first first.
 
@@ -224,7 +246,7 @@ def _end_times(records: RunRecords, world_size: int) -> dict[int, float]:
     """
     ended = {
         rank: float(status.get("ended") or float("inf"))
-        for rank, status in records.rank_status.items()
+        for rank, status in _statuses(records).items()
         if rank < world_size and status.get("code") not in (None, 0) and not status.get("stopped")
     }
     return world.script_end_times(records.world, sorted(ended)) or ended
@@ -236,7 +258,7 @@ def _rank_failures(
     lost_nodes: list[str],
     followed: Mapping[int, int],
 ) -> list[_Failure]:
-    rank_status, log_tails = records.rank_status, records.rank_log_tails
+    rank_status, log_tails = _statuses(records), records.rank_log_tails
     if not rank_status and not followed:
         return [_Failure(_CONSEQUENCE, float("inf"), _no_record(None, lost_nodes))]
     end_times = _end_times(records, world_size)
@@ -267,7 +289,8 @@ def _rank_failures(
                 kind = EXIT
             failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(number)}{hint}", kind))
         elif code != 0:
-            failures.append(_Failure(_FAILED, ended, f"{where} exited {code}", EXIT))
+            how = f" ({_ENDED_UNRECORDED})" if status.get("unrecorded") else ""
+            failures.append(_Failure(_FAILED, ended, f"{where} exited {code}{how}", EXIT))
     return failures + _left_early(records, world_size, end_times)
 
 

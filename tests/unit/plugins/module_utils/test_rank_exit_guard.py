@@ -24,6 +24,7 @@ import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils import rank_contract, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
+    EXIT_STATUS,
     SCRIPT_ENDED,
     ends_normally,
     gloo_workers_remain,
@@ -338,6 +339,7 @@ def test_a_rank_records_the_group_it_initialized_and_its_end(site: dict[str, Pat
         "torch": True,
         "other_worlds": [],
         "ended": True,
+        "exit_status": None,
     }
 
 
@@ -345,7 +347,9 @@ def test_a_rank_that_never_initialized_a_group_records_none(site: dict[str, Path
     started = time.time()
     result = run_rank(site, "import torch\nprint('trained alone')\n")
     assert result.returncode == 0, result.stderr
-    assert ended_record(site, started, time.time()) == {"rank": 1, "groups": [], "torch": True, "other_worlds": [], "ended": True}
+    assert ended_record(site, started, time.time()) == {
+        "rank": 1, "groups": [], "torch": True, "other_worlds": [], "ended": True, "exit_status": None
+    }
 
 
 def test_a_rank_that_forms_its_world_another_way_says_so(site: dict[str, Path]) -> None:
@@ -354,6 +358,32 @@ def test_a_rank_that_forms_its_world_another_way_says_so(site: dict[str, Path]) 
     result = run_rank(site, "import mpi4py, torch\n")
     assert result.returncode == 0, result.stderr
     assert world_record(site)["other_worlds"] == ["mpi4py"]
+
+
+@pytest.mark.parametrize(
+    ("ending", "returncode", "recorded"),
+    [
+        ("sys.exit(3)", 3, 3),
+        ("exit(3)", 3, 3),
+        ("quit(3)", 3, 3),
+        ("sys.exit(-1)", 255, 255),
+        ("sys.exit('bad input')", 1, 1),
+        ("raise RuntimeError('diverged')", 1, 1),
+        ("sys.exit(0)", 0, 0),
+        # What the guard cannot see is recorded as unknown: a normal end, SystemExit raised as it is, an uncaught
+        # KeyboardInterrupt (Python ends the process by SIGINT).
+        ("print('done')", 0, None),
+        ("sys.exit()", 0, None),
+        ("raise SystemExit(3)", 3, None),
+        ("raise KeyboardInterrupt", -signal.SIGINT, None),
+    ],
+)
+def test_a_rank_records_the_exit_status_its_code_ended_with(
+    site: dict[str, Path], ending: str, returncode: int, recorded: int | None
+) -> None:
+    result = run_rank(site, "import sys\n" + TRAIN.format(backend="gloo") + ending + "\n")
+    assert result.returncode == returncode, result.stderr
+    assert world_record(site)[EXIT_STATUS] == recorded
 
 
 def test_a_group_recorded_before_a_killed_rank_ends_stays_recorded(site: dict[str, Path]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import SCRIPT_ENDED
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import EXIT_STATUS, SCRIPT_ENDED
 from ansible_collections.multinode.training.plugins.module_utils.run_report import (
     RunRecords,
     describe_signal,
@@ -327,6 +327,39 @@ def test_a_failed_rank_without_the_end_of_its_code_orders_every_rank_by_its_proc
         "rank 2 on node3 exited 1",
         "rank 0 on node1 exited 1",
     ]
+
+
+def mpiexec_stopped_the_rank_that_exited(exit_status: Any) -> RunRecords:
+    """The CI's run under mpiexec: rank 1's code exits (its world record holds ``exit_status``); rank 0's barrier
+    breaks and it exits 1; mpiexec then kills every rank, rank 1 still in its teardown and rank 2 in its barrier, their
+    wrappers with them (no end recorded)."""
+    records = make_records(rank_status(0, code=1, ended=T0 + 10.4), rank_status(1, code=None), rank_status(2, code=None))
+    records = script_ended(records, {0: T0 + 10.3, 1: T0 + 10.0})
+    records.world[1][EXIT_STATUS] = exit_status
+    records.world[0][EXIT_STATUS] = 1
+    return records
+
+
+def test_a_rank_whose_code_exited_failing_comes_first_when_its_wrapper_was_killed_before_recording_it() -> None:
+    summary = summary_of(mpiexec_stopped_the_rank_that_exited(3), launcher_exit_code=255)
+    assert summary["status"] == "failed"
+    assert summary["failure_reasons"] == [
+        "rank 1 on node2 exited 3 (its process was killed before its wrapper recorded the end)",
+        "rank 0 on node1 exited 1",
+        "launcher exited 255",
+        "rank 2 on node3 left no exit status (it was killed with its wrapper or node)",
+    ]
+    assert summary["root_cause_kind"] == "exit"
+    assert summary["rank_exit_codes"] == {"0": 1}, "what the wrappers recorded, nothing made up"
+
+
+@pytest.mark.parametrize("exit_status", [0, None, True, "3"])
+def test_a_world_record_without_a_failing_exit_status_changes_nothing(exit_status: Any) -> None:
+    # A rank whose code ended 0 (or in a way the guard cannot tell) and whose wrapper was then killed did not fail by
+    # its code, and never counts as having succeeded either: it left no exit status.
+    reasons = reasons_of(mpiexec_stopped_the_rank_that_exited(exit_status), launcher_exit_code=255)
+    assert reasons[0] == "rank 0 on node1 exited 1"
+    assert "rank 1 on node2 left no exit status (it was killed with its wrapper or node)" in reasons
 
 
 @pytest.mark.parametrize(
