@@ -13,8 +13,11 @@ has been watched that long), is a straggler: its steps take that much longer tha
 (``slower_by`` = its busy share over theirs, minus one). Most beats of the window, not every one: on a machine whose
 CPUs other work also wants, one beat in which the others waited for a CPU as long as the straggler says nothing of
 the seconds around it (a rule of every beat named no straggler on such a machine). It must be busy at least ``MIN_BUSY_PERCENT`` (it is
-the rank the others wait for) while the others' median is busy at least ``MIN_MEDIAN_PERCENT`` (the others are
-training too: rank 0 evaluating alone while the others wait at a barrier is no straggler). And it must be the
+the rank the others wait for). Rank 0 is named only while the others' median is busy at least
+``MIN_MEDIAN_PERCENT`` (the others are training too: rank 0 evaluating or saving alone while the others wait at a
+barrier is no straggler). Any other rank is named however idle the others are: a rank many times slower leaves them
+almost nothing to do, and with one thread per rank they sleep in the collective (a node cut to 0.1 CPUs, the CNN
+example: rank 2 busy 95%, the others 5%). So a rank 0 that slow is the watch's blind spot. And it must be the
 busiest rank (or as busy as the busiest): a rank less busy than another also waits for that one. On a machine whose
 CPUs are all busy, a rank whose node got less of them than the others (waiting for a CPU counts as busy) was named
 beside the rank of a node cut to a tenth of a CPU, at 94% busy against its 99%. Nobody is named while a
@@ -119,12 +122,13 @@ class StragglerWatch:
         typical = self._typical(rank, now)
         others = [self._typical(other, now) for other in self.busy if other != rank]
         busy, median = round(typical), statistics.median(others)
-        if busy < MIN_BUSY_PERCENT or median < MIN_MEDIAN_PERCENT or busy < (1 + self.margin) * median:
+        if busy < MIN_BUSY_PERCENT or (rank == 0 and median < MIN_MEDIAN_PERCENT) or busy < (1 + self.margin) * median:
             return None
         # The rank the others wait for is the busiest: one less busy than another waits for that one too.
         if typical < max(others):
             return None
-        return Straggler(rank, self.busy[rank][0], busy / median - 1, busy, median, self.after)
+        # Others idle the whole window (0%) compare as 1%: the slowdown is then a lower bound.
+        return Straggler(rank, self.busy[rank][0], busy / max(median, 1.0) - 1, busy, median, self.after)
 
     def _typical(self, rank: int, now: float) -> float:
         """``rank``'s busy share over the last ``after`` seconds: the median of its beats then, else its last one."""

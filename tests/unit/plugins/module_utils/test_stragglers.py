@@ -103,6 +103,21 @@ def test_rank_0_working_alone_while_the_others_idle_at_a_barrier_is_no_straggler
     assert feed(StragglerWatch(margin=0.3, after=10), {0: 100, 1: 1, 2: 2}, beats=20) == []
 
 
+def test_a_rank_so_slow_that_the_others_sleep_waiting_for_it_is_named() -> None:
+    # One thread per rank, node3 cut to 0.1 CPUs, the CNN example (a sim, quiet machine): rank 2 busy 95%, the others
+    # 5%, asleep in gloo's collective the rest of the time (with two threads their spin-waits counted as busy).
+    found = feed(StragglerWatch(margin=0.3, after=15), {0: 4, 1: 5, 2: 95}, beats=8)
+
+    assert [(straggler.rank, straggler.busy, straggler.median_busy) for straggler in found] == [(2, 95, 4.5)]
+    assert round(found[0].slower_by, 1) == round(95 / 4.5 - 1, 1)
+
+
+def test_others_idle_the_whole_window_give_a_lower_bound_of_the_slowdown() -> None:
+    found = feed(StragglerWatch(margin=0.3, after=10), {0: 0, 1: 0, 2: 90}, beats=5)
+
+    assert [(straggler.rank, straggler.slower_by) for straggler in found] == [(2, 89.0)]
+
+
 def test_a_rank_that_is_seldom_busy_is_no_straggler_however_idle_the_others_are() -> None:
     # Data loading or I/O bound: nobody computes much.
     assert feed(StragglerWatch(margin=0.3, after=10), {0: 10, 1: 30, 2: 12}, beats=20) == []
