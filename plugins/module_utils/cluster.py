@@ -194,6 +194,8 @@ class Node:
     memory_mib: int
     dri_devices: tuple[str, ...]
     device_gids: tuple[int, ...]
+    # The kernel's boot id: nodes with the same one share that kernel's CPUs.
+    kernel: str = ""
 
     def as_fact(self) -> dict[str, Any]:
         """The plain mapping a play reads (``cluster_node.iface``)."""
@@ -205,6 +207,7 @@ class Node:
             "memory_mib": self.memory_mib,
             "dri_devices": list(self.dri_devices),
             "device_gids": list(self.device_gids),
+            "kernel": self.kernel,
         }
 
 
@@ -232,6 +235,7 @@ def node(node_facts: Mapping[str, Any], connect_address: str, address: str = "",
         int(node_facts.get("memory_mib") or 0),
         devices,
         gids,
+        str(node_facts.get("boot_id") or ""),
     ).as_fact()
 
 

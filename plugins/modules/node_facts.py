@@ -200,6 +200,14 @@ ansible_facts:
           type: str
           returned: always
           sample: node1
+        boot_id:
+          description:
+            - The running kernel's boot id (C(/proc/sys/kernel/random/boot_id)); empty where it cannot be read.
+            - Nodes with the same one share a kernel and so its CPUs (containers on one server, as a simulated
+              cluster is), so automatic OpenMP threads split the cores over the ranks of all of them.
+          type: str
+          returned: always
+          sample: 0b6a1c5e-4f2d-4b0e-9a51-6d1f0e8c7a42
         gpus:
           description: Intel GPUs, sorted by PCI address. Empty without one.
           type: list
@@ -360,6 +368,14 @@ def read_text(path: str) -> str:
         return handle.read()
 
 
+def boot_id(root: str) -> str:
+    """The running kernel's boot id, or empty where there is none to read."""
+    try:
+        return read_text(os.path.join(root, "proc/sys/kernel/random/boot_id")).strip()
+    except OSError:
+        return ""
+
+
 def node_cpulists(root: str) -> dict[str, str]:
     paths = glob.glob(os.path.join(root, "sys/devices/system/node/node*/cpulist"))
     return {os.path.basename(os.path.dirname(path)): read_text(path) for path in paths}
@@ -457,6 +473,7 @@ def main() -> None:
             cpu=cpu_topology(read_text(os.path.join(root, "proc/cpuinfo")), node_cpulists(root)),
             memory_mib=memory_mib(read_text(os.path.join(root, "proc/meminfo"))),
             hostname=socket.gethostname(),
+            boot_id=boot_id(root),
             gpus=intel_gpus(pci_devices(root)),
             dri=dri_nodes(dri_listing(root)),
             gids=group_gids(group_text(root)),

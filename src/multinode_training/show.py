@@ -56,9 +56,15 @@ def node_lines(settings: dict[str, Any]) -> list[str]:
             f"  {node + ':':<17} {settings['interfaces'][node]}, {tuning['slots']} rank(s) x"
             f" {tuning['omp_num_threads']} OpenMP threads ({tuning['source']['omp_num_threads']};"
             f" {topology['sockets']} socket(s), {topology['numa_nodes']} NUMA node(s),"
-            f" {topology['physical_cores']} physical cores)"
+            f" {topology['physical_cores']} physical cores{shared_kernel(tuning)})"
         )
     return lines
+
+
+def shared_kernel(tuning: dict[str, Any]) -> str:
+    """What the node's threads were split with: the other nodes on its kernel (a run before them says nothing)."""
+    nodes = int(tuning.get("nodes_on_kernel") or 1)
+    return f" shared by {nodes} nodes on one kernel" if nodes > 1 else ""
 
 
 def run_row(job: Job) -> tuple[str, ...]:

@@ -107,6 +107,7 @@ def test_cluster_node_filter_builds_the_node_fact():
         "cpu": {"sockets": 1},
         "memory_mib": 2048,
         "hostname": "n2",
+        "boot_id": "6d1f0e8c-7a42-4b0e-9a51-0b6a1c5e4f2d",
     }
     assert FILTERS["cluster_node"](node_facts, "192.168.1.2") == {
         "address": "10.0.0.2",
@@ -116,6 +117,7 @@ def test_cluster_node_filter_builds_the_node_fact():
         "memory_mib": 2048,
         "dri_devices": ["/dev/dri/card0", "/dev/dri/renderD128"],
         "device_gids": [109, 44],
+        "kernel": "6d1f0e8c-7a42-4b0e-9a51-0b6a1c5e4f2d",
     }
     overridden = FILTERS["cluster_node"](node_facts, "192.168.1.2", "10.9.0.2", "ib0")
     assert (overridden["address"], overridden["iface"]) == ("10.9.0.2", "ib0")

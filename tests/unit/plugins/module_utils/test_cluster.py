@@ -240,7 +240,7 @@ def test_a_trailing_slash_on_root_is_stripped(root: str) -> None:
 
 def test_node_fact_keys() -> None:
     assert set(node(facts(), "node2")) == {
-        "address", "iface", "hostname", "cpu", "memory_mib", "dri_devices", "device_gids",
+        "address", "iface", "hostname", "cpu", "memory_mib", "dri_devices", "device_gids", "kernel",
     }
 
 
@@ -318,6 +318,7 @@ def test_no_route_at_all_falls_back_to_the_connect_address() -> None:
         assert node(facts(route=route), "10.0.0.7")["address"] == "10.0.0.7"
     assert node({}, "node9") == {
         "address": "node9", "iface": "", "hostname": "", "cpu": {}, "memory_mib": 0, "dri_devices": [], "device_gids": [],
+        "kernel": "",
     }
 
 

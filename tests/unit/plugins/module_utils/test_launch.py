@@ -540,6 +540,8 @@ def test_rank_tuning_all_auto_is_the_topology_default():
     assert rank_tuning(XEON_2S, "gloo") == {
         "slots": 2,
         "omp_num_threads": 16,
+        "nodes_on_kernel": 1,
+        "nodes_on_kernel": 1,
         "env": {**INTEL_ENV, "I_MPI_PIN_DOMAIN": "numa"},
         "source": {"slots": "topology", "omp_num_threads": "topology", "env": []},
     }
@@ -562,6 +564,29 @@ def test_rank_tuning_oversubscribed_node_keeps_one_thread_per_rank():
     assert rank_tuning(SMALL_VM, "gloo", nproc_per_node="3")["omp_num_threads"] == 1
 
 
+@pytest.mark.parametrize(
+    "cpu, backend, kwargs, expected",
+    [
+        # three simulated nodes of one 2-core server: one thread per rank, not 2 each (6 on 2 cores)
+        (SMALL_VM, "gloo", {"nodes_on_kernel": 3}, (1, 1)),
+        # two nodes on one 2-socket server: each node's 2 ranks get a quarter of its 32 cores
+        (XEON_2S, "gloo", {"nodes_on_kernel": 2}, (2, 8)),
+        # the oneCCL worker core stays reserved from each rank's share
+        (XEON_2S, "ccl", {"nodes_on_kernel": 2}, (2, 7)),
+        # explicit ranks are split over the server's cores too
+        (XEON_2S, "gloo", {"nodes_on_kernel": 4, "nproc_per_node": 2}, (2, 4)),
+        # more ranks than cores on the server: still one thread each
+        (SMALL_VM, "ccl", {"nodes_on_kernel": 5}, (1, 1)),
+        # the user's threads win over the sharing
+        (SMALL_VM, "gloo", {"nodes_on_kernel": 3, "omp_num_threads": 2}, (1, 2)),
+    ],
+)
+def test_rank_tuning_nodes_on_one_kernel_share_its_cores(cpu, backend, kwargs, expected):
+    tuning = rank_tuning(cpu, backend, **kwargs)
+    assert (tuning["slots"], tuning["omp_num_threads"]) == expected
+    assert tuning["nodes_on_kernel"] == kwargs["nodes_on_kernel"]
+
+
 def test_rank_tuning_user_threads_and_env_win():
     tuning = rank_tuning(SMALL_VM, "gloo", omp_num_threads=1, env={"KMP_BLOCKTIME": "0", "EXTRA": "x"})
     assert tuning["omp_num_threads"] == 1
@@ -576,6 +601,7 @@ def test_rank_tuning_user_threads_and_env_win():
         ({"nproc_per_node": 0}, "nproc_per_node must be 'auto' or a whole number >= 1, got 0"),
         ({"omp_num_threads": "many"}, "omp_num_threads must be 'auto' or a whole number >= 1, got 'many'"),
         ({"backend": "nccl"}, "unknown backend 'nccl'; expected one of: gloo, ccl, mpi, xccl$"),
+        ({"nodes_on_kernel": 0}, "nodes_on_kernel must be 'auto' or a whole number >= 1, got 0"),
     ],
 )
 def test_rank_tuning_errors(kwargs, message):

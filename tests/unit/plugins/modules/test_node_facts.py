@@ -54,6 +54,7 @@ def test_flex170_node(run_module, ip_route, node_facts_root):
         "local": False,
     }
     assert node["ipv4_addresses"] == {"lo": ["127.0.0.1"], "ens1f0np0": ["10.0.0.2"]}
+    assert node["boot_id"] == "0b6a1c5e-4f2d-4b0e-9a51-6d1f0e8c7a42"
     assert ip_route.call_args_list == [mock.call([IP, "-o", "route", "get", "10.0.0.1"]), mock.call([IP, "-o", "-4", "addr", "show"])]
 
 
@@ -67,6 +68,8 @@ def test_xeon_2s_node_without_peer(run_module, ip_route, node_facts_root):
     assert node["dri"] == {"cards": [], "render_nodes": []}
     assert node["gids"] == {"render": None, "video": 44}
     assert node["route"] is None
+    # no boot id to read (a kernel without it, or a root that lacks it): no kernel shared with any other node
+    assert node["boot_id"] == ""
     ip_route.assert_called_once_with([IP, "-o", "-4", "addr", "show"])
 
 
