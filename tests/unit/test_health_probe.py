@@ -151,3 +151,26 @@ def test_the_ring_in_order_sends_one_after_another_around_the_ring(probe: Any, r
     sends = [(entry[1], entry[2]) for entry in ranks.log if entry[0] == "send"]
     assert sends == [(rank, (rank + 1) % world) for _ in range(3) for rank in range(world)]
     assert all(len(timings[rank]) == 3 for rank in range(world))
+
+
+def figures(gflops: float, memory_gbps: float) -> dict[str, float]:
+    return {"gflops": gflops, "memory_gbps": memory_gbps}
+
+
+def test_second_look_takes_the_ranks_under_the_gate_of_their_servers_median(probe: Any) -> None:
+    # n16-2 of the health bench: node9 (rank 8) measured one window at 44% under the memory median.
+    fleet_best = [figures(120.0, 25.6)] * 16
+    fleet_best = fleet_best[:8] + [figures(116.7, 14.46)] + fleet_best[9:]
+    assert probe.second_look(list(range(16)), fleet_best, 0.6) == [8]
+
+
+def test_second_look_judges_each_server_on_its_own_median_and_skips_a_node_alone(probe: Any) -> None:
+    # Ranks 0-2 share a server, rank 3 is alone (its figures are judged by the check, not looked at again).
+    fleet_best = [figures(100.0, 20.0), figures(55.0, 20.0), figures(100.0, 20.0), figures(10.0, 1.0)]
+    assert probe.second_look([0, 1, 2], fleet_best, 0.6) == [1]
+    assert probe.second_look([3], fleet_best, 0.6) == []
+
+
+def test_second_look_leaves_a_node_at_the_gate(probe: Any) -> None:
+    fleet_best = [figures(100.0, 20.0), figures(60.0, 12.0), figures(100.0, 20.0)]
+    assert probe.second_look([0, 1, 2], fleet_best, 0.6) == []
