@@ -229,8 +229,8 @@ def second_look(group: list[int], fleet_best: list[dict[str, float]], fraction: 
     """The ranks of ``group`` (nodes on one kernel, in order) whose best figure of a measure is below ``fraction`` of
     the group's median of it: each takes one more turn before the check names it. On a shared server the nodes measure
     one after another, so a window that the server's own weather spoiled (a neighbour's memory traffic, say, which
-    no CPU count shows) can put a healthy node under the gate when it measured in one round only; a node whose own CPU or
-    memory is cut is slow in its second look too."""
+    no CPU count shows) can put a healthy node under the gate when it measured in one round only; a node whose own
+    CPU or memory is cut is slow in its second look too."""
     if len(group) < 2:
         return []
     medians = {
