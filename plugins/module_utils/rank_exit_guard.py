@@ -74,6 +74,13 @@ SCRIPT_ENDED = "script_ended"
 # the rank whose exit broke the others' collectives may be still in its teardown), and the run report then reads the
 # failure from here.
 EXIT_STATUS = "exit_status"
+# Whether the rank's code ended with an uncaught exception saying a peer of its collectives had gone (true), in its
+# world record: a rank killed from outside breaks the others' collectives, they raise, and under mpiexec their wrappers
+# (and the tee writing their logs) can be killed before the traceback reaches their logs; the run report names such a
+# rank a consequence of the one that failed first (run_report.py), whatever the order their ends were recorded in.
+LOST_PEER = "lost_peer"
+# What a rank's exception says when a peer of its collectives has gone (gloo's TCP pairs, the rendezvous store).
+PEER_GONE_TEXTS = ("Connection reset by peer", "Connection closed by peer", "Broken pipe")
 # Modules with which a rank forms its world without torch.distributed: its ranks are not judged by their groups.
 OTHER_WORLDS = ("tensorflow", "horovod", "mpi4py", "jax")
 
@@ -114,6 +121,12 @@ def exit_status(last_exception: Optional[BaseException], requested_status: Any) 
     if isinstance(requested_status, int):
         return requested_status & 0xFF
     return 1
+
+
+def lost_a_peer(last_exception: Optional[BaseException]) -> bool:
+    """Whether the uncaught exception the rank's code ended with says a peer of its collectives had gone. Only that
+    is recorded, never the exception's text (it may hold what the job keeps secret)."""
+    return last_exception is not None and any(text in str(last_exception) for text in PEER_GONE_TEXTS)
 
 
 def gloo_group_left_open(modules: dict[str, ModuleType]) -> Optional[ModuleType]:
@@ -234,15 +247,17 @@ class WorldRecord:
         )
         self.write()
 
-    def add_end(self, modules: Container[str], now: float, status: Optional[int]) -> None:
+    def add_end(self, modules: Container[str], now: float, status: Optional[int], lost_peer: bool) -> None:
         """Record the rank's end: whether it imported torch, the frameworks of :data:`OTHER_WORLDS` it imported,
         when its own code ended (``now``, epoch seconds: the script and its ``atexit`` callbacks are done, the
-        interpreter's teardown has not begun) and the exit status it ended with (``status``, None where unknown)."""
+        interpreter's teardown has not begun), the exit status it ended with (``status``, None where unknown) and
+        whether it ended on a peer that had gone (``lost_peer``, :func:`lost_a_peer`)."""
         self.content["torch"] = "torch" in modules
         self.content["other_worlds"] = sorted(name for name in OTHER_WORLDS if name in modules)
         self.content["ended"] = True
         self.content[SCRIPT_ENDED] = now
         self.content[EXIT_STATUS] = status
+        self.content[LOST_PEER] = lost_peer
         self.write()
 
     def write(self) -> None:
@@ -312,9 +327,12 @@ def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None
         c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
 
     sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
-    atexit.register(
-        lambda: record.add_end(sys.modules, time.time(), exit_status(getattr(sys, "last_value", None), ExitStatus.requested))
-    )
+    def add_end() -> None:
+        last_exception = getattr(sys, "last_value", None)
+        status = exit_status(last_exception, ExitStatus.requested)
+        record.add_end(sys.modules, time.time(), status, lost_a_peer(last_exception))
+
+    atexit.register(add_end)
 
 
 def next_sitecustomize(search_path: list[str], own_directory: str) -> Optional[importlib.machinery.ModuleSpec]:

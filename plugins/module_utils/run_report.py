@@ -31,7 +31,12 @@ from typing import Any, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
-from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import EXIT_STATUS, SCRIPT_ENDED
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
+    EXIT_STATUS,
+    LOST_PEER,
+    PEER_GONE_TEXTS,
+    SCRIPT_ENDED,
+)
 from ansible_collections.multinode.training.plugins.module_utils import world
 
 _DECODER = json.JSONDecoder()
@@ -200,8 +205,6 @@ class _Failure:
 # What a rank prints when the gloo teardown race kills it at interpreter exit, after its work
 # (pytorch/pytorch#117762: a gloo worker thread takes the GIL while Python finalizes).
 _TEARDOWN_ABORT = "terminate called without an active exception"
-# What a rank prints when a peer of its collectives has gone (gloo's TCP pairs, the rendezvous store).
-_PEER_GONE = ("Connection reset by peer", "Connection closed by peer", "Broken pipe")
 
 
 def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
@@ -217,6 +220,15 @@ def _no_record(rank: int | None, lost_nodes: list[str]) -> str:
 
 # Said of a rank whose failing end is known from its world record only (_statuses).
 _ENDED_UNRECORDED = "its process was killed before its wrapper recorded the end"
+# Said of a rank that exited failing on a peer that had gone, while another rank failed on its own (_lost_a_peer).
+_LOST_ITS_PEER = "it lost its connection to a rank that had failed"
+
+
+def _lost_a_peer(records: RunRecords, rank: int) -> bool:
+    """Whether ``rank`` ended on a peer of its collectives that had gone: its own code said so (its world record),
+    or its log's end does (a rank that is not Python, or one whose guard did not record it)."""
+    tail = records.rank_log_tails.get(rank, "")
+    return (records.world.get(rank) or {}).get(LOST_PEER) is True or any(text in tail for text in PEER_GONE_TEXTS)
 
 
 def _statuses(records: RunRecords) -> dict[int, dict[str, Any]]:
@@ -262,6 +274,12 @@ def _rank_failures(
     if not rank_status and not followed:
         return [_Failure(_CONSEQUENCE, float("inf"), _no_record(None, lost_nodes))]
     end_times = _end_times(records, world_size)
+    # Ranks killed or failing on their own break the others' collectives: those that then exit failing on the peer
+    # that had gone come after them, whatever order the ends were recorded in (a killed rank's end is recorded by its
+    # wrapper, after the others' code may have ended on it). When every failing rank lost a peer, none is set back.
+    set_back = {rank for rank in end_times if _lost_a_peer(records, rank)}
+    if set_back == set(end_times):
+        set_back = set()
     failures = []
     for rank in range(world_size):
         status = rank_status.get(rank)
@@ -289,8 +307,10 @@ def _rank_failures(
                 kind = EXIT
             failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(number)}{hint}", kind))
         elif code != 0:
-            how = f" ({_ENDED_UNRECORDED})" if status.get("unrecorded") else ""
-            failures.append(_Failure(_FAILED, ended, f"{where} exited {code}{how}", EXIT))
+            notes = [_LOST_ITS_PEER] * (rank in set_back) + [_ENDED_UNRECORDED] * bool(status.get("unrecorded"))
+            how = f" ({'; '.join(notes)})" if notes else ""
+            tier = _CONSEQUENCE if rank in set_back else _FAILED
+            failures.append(_Failure(tier, ended, f"{where} exited {code}{how}", EXIT))
     return failures + _left_early(records, world_size, end_times)
 
 
@@ -299,8 +319,7 @@ def _left_early(records: RunRecords, world_size: int, failed_end_times: Mapping[
     a rank that leaves while the others still need it (an early ``sys.exit(0)``, ``os._exit(0)``) fails nothing of its
     own, and the others fail after it with errors of their own. It left when its own code ended (its world record),
     else when its process ended; a failure of another kind (a full disk) names nobody."""
-    tails = records.rank_log_tails
-    if not any(text in tails.get(rank, "") for rank in failed_end_times for text in _PEER_GONE):
+    if not any(_lost_a_peer(records, rank) for rank in failed_end_times):
         return []
     first_failure = min(failed_end_times.values())
     left = []

@@ -25,6 +25,7 @@ import pytest
 from ansible_collections.multinode.training.plugins.module_utils import rank_contract, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
     EXIT_STATUS,
+    LOST_PEER,
     SCRIPT_ENDED,
     ends_normally,
     gloo_workers_remain,
@@ -340,6 +341,7 @@ def test_a_rank_records_the_group_it_initialized_and_its_end(site: dict[str, Pat
         "other_worlds": [],
         "ended": True,
         "exit_status": None,
+        "lost_peer": False,
     }
 
 
@@ -348,7 +350,13 @@ def test_a_rank_that_never_initialized_a_group_records_none(site: dict[str, Path
     result = run_rank(site, "import torch\nprint('trained alone')\n")
     assert result.returncode == 0, result.stderr
     assert ended_record(site, started, time.time()) == {
-        "rank": 1, "groups": [], "torch": True, "other_worlds": [], "ended": True, "exit_status": None
+        "rank": 1,
+        "groups": [],
+        "torch": True,
+        "other_worlds": [],
+        "ended": True,
+        "exit_status": None,
+        "lost_peer": False,
     }
 
 
@@ -384,6 +392,26 @@ def test_a_rank_records_the_exit_status_its_code_ended_with(
     result = run_rank(site, "import sys\n" + TRAIN.format(backend="gloo") + ending + "\n")
     assert result.returncode == returncode, result.stderr
     assert world_record(site)[EXIT_STATUS] == recorded
+
+
+@pytest.mark.parametrize(
+    ("ending", "lost_peer"),
+    [
+        # gloo's words when a peer of a collective has gone (a rank killed from outside), as torch raises them.
+        ("raise RuntimeError('[pair.cc:537] Read error [172.30.77.12]:34441: Connection reset by peer.')", True),
+        ("raise RuntimeError('[pair.cc:534] Connection closed by peer [172.30.77.13]:16254')", True),
+        ("raise BrokenPipeError(32, 'Broken pipe')", True),
+        ("raise RuntimeError('diverged')", False),
+        ("sys.exit(3)", False),
+        ("print('done')", False),
+    ],
+)
+def test_a_rank_records_whether_its_code_ended_on_a_peer_that_had_gone(
+    site: dict[str, Path], ending: str, lost_peer: bool
+) -> None:
+    result = run_rank(site, "import sys\n" + TRAIN.format(backend="gloo") + ending + "\n")
+    assert result.returncode in (0, 1, 3), result.stderr
+    assert world_record(site)[LOST_PEER] is lost_peer
 
 
 def test_a_group_recorded_before_a_killed_rank_ends_stays_recorded(site: dict[str, Path]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import EXIT_STATUS, SCRIPT_ENDED
+from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import EXIT_STATUS, LOST_PEER, SCRIPT_ENDED
 from ansible_collections.multinode.training.plugins.module_utils.run_report import (
     RunRecords,
     describe_signal,
@@ -351,6 +351,59 @@ def test_a_rank_whose_code_exited_failing_comes_first_when_its_wrapper_was_kille
     ]
     assert summary["root_cause_kind"] == "exit"
     assert summary["rank_exit_codes"] == {"0": 1}, "what the wrappers recorded, nothing made up"
+
+
+def rank_2_killed_under_mpiexec(evidence: str) -> RunRecords:
+    """The suite's killed-rank drill under mpiexec (2026-12-02): rank 2 is killed (SIGKILL from outside), its wrapper
+    records the end at 10.2 s; ranks 0 and 1 raise on the connection it broke, their code ends at 10.1 and 10.15 s
+    (exit status 1), and mpiexec kills them before their wrappers record anything. They lost a peer by ``evidence``:
+    their world records ("world"), their logs' ends ("log"), or not known ("none")."""
+    records = make_records(
+        rank_status(0, code=None), rank_status(1, code=None), rank_status(2, code=137, signal=9, ended=T0 + 10.2)
+    )
+    records = script_ended(records, {0: T0 + 10.1, 1: T0 + 10.15})
+    for rank in (0, 1):
+        records.world[rank][EXIT_STATUS] = 1
+        records.world[rank][LOST_PEER] = evidence == "world"
+        records.rank_log_tails[rank] = PEER_GONE if evidence == "log" else "epoch 3 step 20"
+    return records
+
+
+@pytest.mark.parametrize("evidence", ["world", "log"])
+def test_ranks_that_lost_their_peer_come_after_the_killed_rank_whatever_order_their_ends_were_recorded_in(
+    evidence: str,
+) -> None:
+    summary = summary_of(rank_2_killed_under_mpiexec(evidence), launcher_exit_code=255)
+    after = "it lost its connection to a rank that had failed; its process was killed before its wrapper recorded the end"
+    assert summary["failure_reasons"] == [
+        "rank 2 on node3 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+        f"rank 0 on node1 exited 1 ({after})",
+        f"rank 1 on node2 exited 1 ({after})",
+        "launcher exited 255",
+    ]
+    assert summary["root_cause_kind"] == "signal", "the restart policy restarts a rank killed from outside"
+
+
+def test_without_a_sign_of_a_lost_peer_the_ends_decide_the_order() -> None:
+    reasons = reasons_of(rank_2_killed_under_mpiexec("none"), launcher_exit_code=255)
+    assert reasons[:3] == [
+        "rank 0 on node1 exited 1 (its process was killed before its wrapper recorded the end)",
+        "rank 1 on node2 exited 1 (its process was killed before its wrapper recorded the end)",
+        "rank 2 on node3 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)",
+    ]
+
+
+def test_when_every_failing_rank_lost_a_peer_none_is_set_back() -> None:
+    # A link cut between the nodes: every rank fails on a peer; the first to end is the first reason, as before.
+    records = make_records(
+        rank_status(0, code=1, ended=T0 + 10.4), rank_status(1, code=1, ended=T0 + 10.1), rank_status(2, code=1, ended=T0 + 10.3)
+    )
+    records.rank_log_tails = {rank: PEER_GONE for rank in range(3)}
+    assert reasons_of(records, launcher_exit_code=1)[:3] == [
+        "rank 1 on node2 exited 1",
+        "rank 2 on node3 exited 1",
+        "rank 0 on node1 exited 1",
+    ]
 
 
 @pytest.mark.parametrize("exit_status", [0, None, True, "3"])
