@@ -89,12 +89,30 @@ run_group() {
   [ $# -eq 1 ] || printf '  %-28s %5d s (side by side)\n' "${names[*]}" $(( $(date +%s) - started )) >>"$times"
 }
 
+# Every 15 s, the free space of the file system holding Docker's data (what the suite fills: the simulated nodes'
+# images and venvs), in MB, after the time: a suite that ran out of it fails in every lane at once.
+watch_disk() {
+  local root
+  root=$(docker info -f '{{.DockerRootDir}}' 2>/dev/null) || root=/var/lib/docker
+  while :; do
+    echo "$(date +%H:%M:%S) $(df -BM --output=avail "$root" 2>/dev/null | awk 'NR == 2 { print $1 + 0 }') $root"
+    sleep 15
+  done >"$1"
+}
+
+# The disk's lowest free space from watch_disk's readings, and when.
+disk_report() {
+  sort -k2,2n "$1" | awk 'NR == 1 { printf "%.1f GB free at the lowest (%s), on the file system of %s", $2 / 1024, $1, $3 }'
+}
+
 # One watch per suite: a side_by_side.sh inside one of its commands (make molecule-roles) reports nothing of its own.
-watcher=
+watcher='' disk_watcher=''
 if [ -z "${SIDE_BY_SIDE_CPU_WATCH:-}" ]; then
   export SIDE_BY_SIDE_CPU_WATCH=$LOGS/cpu.readings
   "$(dirname "$0")/container_cpu.sh" watch "$SIDE_BY_SIDE_CPU_WATCH" &
   watcher=$!
+  watch_disk "$LOGS/disk.readings" &
+  disk_watcher=$!
 fi
 
 group=()
@@ -117,6 +135,9 @@ if [ -n "$watcher" ]; then
   "$(dirname "$0")/container_cpu.sh" report "$SIDE_BY_SIDE_CPU_WATCH" >"$LOGS/cpu.txt"
   printf '\nCPU seconds, the largest containers and in all (%s):\n%s\n%s\n' "$LOGS/cpu.txt" \
     "$(head -n -3 "$LOGS/cpu.txt" | head -n 10)" "$(tail -n 3 "$LOGS/cpu.txt")"
+  kill "$disk_watcher" 2>/dev/null
+  wait "$disk_watcher" 2>/dev/null
+  printf '\nDisk: %s\n' "$(disk_report "$LOGS/disk.readings")"
 fi
 rm -f "$times"
 if [ ${#failed[@]} -gt 0 ]; then
