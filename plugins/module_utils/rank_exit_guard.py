@@ -327,6 +327,7 @@ def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None
         c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
 
     sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
+
     def add_end() -> None:
         last_exception = getattr(sys, "last_value", None)
         status = exit_status(last_exception, ExitStatus.requested)
