@@ -637,13 +637,16 @@ def test_a_node_whose_shared_connection_does_not_open_is_called_one_connection_a
 
 
 def test_a_process_s_cpu_seconds_are_read_from_proc() -> None:
-    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ninput()"
-    busy = subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.PIPE)
+    # The loop says when it has spent its 0.3 CPU seconds, however long a busy machine takes to give them to it: a
+    # 60-s deadline failed in the suite, the unit tests niced beside the end-to-end scenarios' provisioning.
+    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    spin += "print('spent', flush=True)\ninput()"
+    busy = subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: process_cpu_seconds(busy.pid) >= 0.3, "the busy loop's 0.3 CPU seconds")
-        assert process_cpu_seconds(busy.pid) < 5
+        assert busy.stdout is not None and busy.stdout.readline() == "spent\n"
+        assert 0.3 <= process_cpu_seconds(busy.pid) < 5
     finally:
-        busy.communicate(b"\n", timeout=10)
+        busy.communicate("\n")
     assert process_cpu_seconds(busy.pid) == 0.0  # gone: nothing to read
 
 
