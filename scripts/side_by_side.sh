@@ -148,8 +148,8 @@ if [ ${#failed[@]} -gt 0 ]; then
     targets=$(grep -oE 'make(\[[0-9]+\])?: \*\*\* \[[^]]*\]' <<<"$plain" | sed 's/.*\[//; s/\]$//' | sort -u | tr '\n' ' ')
     [ -z "$targets" ] || echo "[side-by-side] $name: its failed make targets: $targets"
     echo "[side-by-side] $name: its last errors ($LOGS/$name.log):"
-    # Each line cut at 300 characters, not bytes: cut -c cuts bytes, and half a character makes the output binary to
-    # grep, which then shows none of these lines (a CI excerpt of a failed suite said "binary file matches").
+    # Each line cut at 300 characters, not bytes: cut -c cuts bytes and can leave half a character, which makes the
+    # whole output binary to grep.
     grep -v '\.\.\.ignoring' <<<"$plain" | grep -E -A5 '^[ │]*\[ERROR\]: Task failed|^FAILED |^E  +[A-Za-z]+Error|Idempotence test failed|^ERROR: ' \
       | tail -n 18 | LC_ALL=C.UTF-8 sed -E 's/^(.{300}).+$/\1/; s/^/    /'
   done
