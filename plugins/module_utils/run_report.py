@@ -305,7 +305,10 @@ def _rank_failures(
                 kind = TEARDOWN_RACE
             elif number in SELF_RAISED_SIGNALS:
                 kind = EXIT
-            failures.append(_Failure(_FAILED, ended, f"{where} killed by {describe_signal(number)}{hint}", kind))
+                # gloo's I/O thread aborts the process on a peer that had gone (an uncaught gloo::IoException).
+                hint = f" ({_LOST_ITS_PEER})" if rank in set_back else ""
+            tier = _CONSEQUENCE if kind == EXIT and rank in set_back else _FAILED
+            failures.append(_Failure(tier, ended, f"{where} killed by {describe_signal(number)}{hint}", kind))
         elif code != 0:
             notes = [_LOST_ITS_PEER] * (rank in set_back) + [_ENDED_UNRECORDED] * bool(status.get("unrecorded"))
             how = f" ({'; '.join(notes)})" if notes else ""

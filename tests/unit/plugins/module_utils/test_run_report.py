@@ -406,6 +406,34 @@ def test_when_every_failing_rank_lost_a_peer_none_is_set_back() -> None:
     ]
 
 
+GLOO_ABORT = (
+    "terminate called after throwing an instance of 'gloo::IoException'\n"
+    "  what():  [pair.cc:589] Read error [172.30.77.13]:41002: Connection reset by peer"
+)
+
+
+@pytest.mark.parametrize("abort_log", [GLOO_ABORT, "epoch 3 step 20"])
+def test_a_rank_that_aborted_on_a_lost_peer_comes_after_the_killed_rank(abort_log: str) -> None:
+    # Rank 2 is killed from outside; gloo's I/O thread on rank 0 aborts the process on the broken connection
+    # (SIGABRT, a signal its own code raised), and its wrapper records that end before rank 2's wrapper records
+    # rank 2's. By its log's words it lost a peer: it comes after rank 2, and the restart policy sees the kill.
+    records = make_records(
+        rank_status(0, code=134, signal=6, ended=T0 + 10.1),
+        rank_status(1),
+        rank_status(2, code=137, signal=9, ended=T0 + 10.2),
+    )
+    records.rank_log_tails[0] = abort_log
+    summary = summary_of(records, launcher_exit_code=1)
+    killed = "rank 2 on node3 killed by signal 9 (SIGKILL, e.g. the kernel's out-of-memory killer)"
+    aborted = "rank 0 on node1 killed by signal 6 (SIGABRT)"
+    if abort_log == GLOO_ABORT:
+        assert summary["failure_reasons"][:2] == [killed, f"{aborted} (it lost its connection to a rank that had failed)"]
+        assert summary["root_cause_kind"] == "signal"
+    else:
+        assert summary["failure_reasons"][:2] == [aborted, killed], "without a sign of a lost peer the ends decide"
+        assert summary["root_cause_kind"] == "exit"
+
+
 @pytest.mark.parametrize("exit_status", [0, None, True, "3"])
 def test_a_world_record_without_a_failing_exit_status_changes_nothing(exit_status: Any) -> None:
     # A rank whose code ended 0 (or in a way the guard cannot tell) and whose wrapper was then killed did not fail by
