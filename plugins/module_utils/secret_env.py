@@ -5,10 +5,13 @@
 
 A variable's name looks secret when one of its parts (the name split at ``_``, compared without regard to case) is
 one of SECRET_WORDS or ends with one, plural or not: ``HF_TOKEN``, ``WANDB_API_KEY``, ``AWS_SECRET_ACCESS_KEY``,
-``MLFLOW_TRACKING_PASSWORD``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``APIKEY``, ``hfToken``. A word inside a part is
-not enough: ``TOKENIZERS_PARALLELISM``, ``KEYBOARD``, ``KMP_BLOCKTIME``, ``MASTER_PORT`` and ``CCL_KVS_IFACE`` are
-shown. A part that only ends like a word is masked (``MONKEY``): a value hidden for nothing costs less than a secret
-shown. Names a user adds (the launcher role's ``launcher_secret_env_names``) are secret whole, whatever their parts.
+``MLFLOW_TRACKING_PASSWORD``, ``DB_PASS``, ``MYSQL_PWD``, ``GITHUB_PAT``, ``BASIC_AUTH``, ``AWS_CREDS``,
+``GOOGLE_APPLICATION_CREDENTIALS``, ``APIKEY``, ``hfToken``. A word inside a part is not enough:
+``TOKENIZERS_PARALLELISM``, ``KEYBOARD``, ``AUTHOR``, ``PYTHONPATH``, ``KMP_BLOCKTIME``, ``MASTER_PORT`` and
+``CCL_KVS_IFACE`` are shown. A part that only ends like a word is masked (``MONKEY``, ``BYPASS``): a value hidden for
+nothing costs less than a secret shown. Names a user adds (the launcher role's ``launcher_secret_env_names``) are
+secret whole, whatever their parts. Whatever its name, a variable whose value holds a URL with a password in it
+(``scheme://user:password@host``: a proxy's, a database's, a tracking server's) is secret too.
 
 Wherever a record holds an environment (a mapping under a key ``env`` or ending in ``_env``, or Kubernetes' list of
 ``{name, value}`` under such a key), :func:`masked` shows each secret value as MASK and the name as it is; given the
@@ -19,11 +22,16 @@ Imports nothing else of the collection: the multinode-training package loads it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "***"
-SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+SECRET_WORDS = (
+    "TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "PASSPHRASE", "CREDENTIAL", "CRED", "AUTH", "PAT",
+)
+# A URL whose user information holds a password: scheme://user:password@host (the user may be empty).
+_URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]+@")
 # Shorter values are masked where their variable is shown, but not searched for in free text (a log line): a
 # three-letter "secret" would hide every word it is part of, and guards nothing.
 SHORTEST_SEARCHED = 4
@@ -35,6 +43,12 @@ def secret_name(name: str, added: Iterable[str] = ()) -> bool:
     if upper in {str(extra).upper() for extra in added}:
         return True
     return any(part.endswith(word) or part.endswith(f"{word}S") for part in upper.split("_") for word in SECRET_WORDS)
+
+
+def secret_variable(name: str, value: Any, added: Iterable[str] = ()) -> bool:
+    """Whether the variable ``name`` with ``value`` is secret: its name looks secret (:func:`secret_name`), or its
+    value holds a URL with a password in it."""
+    return secret_name(name, added) or bool(_URL_WITH_PASSWORD.search(str(value)))
 
 
 def secret_entries(env: Mapping[Any, Any], added: Iterable[str] = ()) -> dict[str, str]:
@@ -49,7 +63,7 @@ def split_env(env: Mapping[Any, Any], added: Iterable[str] = ()) -> tuple[dict[s
     shown: dict[str, str] = {}
     secret: dict[str, str] = {}
     for name, value in env.items():
-        (secret if secret_name(str(name), added) else shown)[str(name)] = str(value)
+        (secret if secret_variable(str(name), value, added) else shown)[str(name)] = str(value)
     return shown, secret
 
 
@@ -63,11 +77,11 @@ def masked_env(env: Any, added: Iterable[str] = ()) -> Any:
     ``{name, value}`` mappings (a Kubernetes container's); anything else as it is."""
     added = tuple(added)
     if isinstance(env, Mapping):
-        return {name: MASK if secret_name(str(name), added) else value for name, value in env.items()}
+        return {name: MASK if secret_variable(str(name), value, added) else value for name, value in env.items()}
     if isinstance(env, list):
         return [
             {**entry, "value": MASK}
-            if isinstance(entry, Mapping) and "value" in entry and secret_name(str(entry.get("name", "")), added)
+            if isinstance(entry, Mapping) and "value" in entry and secret_variable(str(entry.get("name", "")), entry["value"], added)
             else entry
             for entry in env
         ]
@@ -96,7 +110,7 @@ def secret_values(record: Any, added: Iterable[str] = ()) -> list[str]:
     if isinstance(record, Mapping):
         for key, value in record.items():
             if env_key(key):
-                found.update(str(shown) for name, shown in _entries(value) if secret_name(name, added) and shown != MASK)
+                found.update(str(shown) for name, shown in _entries(value) if secret_variable(name, shown, added) and shown != MASK)
             found.update(secret_values(value, added))
     elif isinstance(record, (list, tuple)):
         for item in record:

@@ -134,7 +134,8 @@ options:
   secret_env_names:
     description:
       - Environment variable names whose values are secret besides those that look it (a C(_)-separated part that
-        is or ends with C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD) or C(CREDENTIAL), in any case).
+        is or ends with C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD), C(PASS), C(PWD), C(PASSPHRASE), C(CRED),
+        C(AUTH), C(PAT) or C(CREDENTIAL), in any case; or a value holding a URL with a password in it).
       - The secret values of the environments in O(handover) are kept as C(***) in C(follow.json), and shown and
         kept as C(***) wherever the job's logs hold them (the progress lines, C(live.log), C(progress.jsonl)).
     type: list

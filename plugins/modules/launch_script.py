@@ -96,7 +96,8 @@ options:
   secret_env_names:
     description:
       - Names in O(env) that are secret besides those that look it (a C(_)-separated part that is or ends with TOKEN,
-        KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL). No secret variable is written into the launch script or any
+        KEY, SECRET, PASSWORD, PASSWD, PASS, PWD, PASSPHRASE, CRED, AUTH, PAT or CREDENTIAL) and those whose value
+        holds a URL with a password in it. No secret variable is written into the launch script or any
         launcher's command line; the ranks get them from their node's rank wrapper (multinode.training.rank_wrapper).
     type: list
     elements: str

@@ -96,7 +96,8 @@ options:
     description:
       - Variables exported before the contract (for example C(OMP_NUM_THREADS) and the interface variables).
       - A variable whose name looks secret (a C(_)-separated part that is or ends with TOKEN, KEY, SECRET, PASSWORD,
-        PASSWD or CREDENTIAL) or is in O(secret_env_names) is not written into O(path); it goes to
+        PASSWD, PASS, PWD, PASSPHRASE, CRED, AUTH, PAT or CREDENTIAL) or is in O(secret_env_names), or whose value
+        holds a URL with a password in it (V(scheme://user:password@host)), is not written into O(path); it goes to
         C(<job_dir>/secret.env), mode C(0600) with the wrapper's owner, which the wrapper sources; its value is
         masked in the module's result.
     type: dict

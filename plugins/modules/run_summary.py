@@ -106,7 +106,8 @@ options:
   secret_env_names:
     description:
       - Environment variable names whose values are secret besides those that look it (a C(_)-separated part that
-        is or ends with C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD) or C(CREDENTIAL), in any case).
+        is or ends with C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD), C(PASS), C(PWD), C(PASSPHRASE), C(CRED),
+        C(AUTH), C(PAT) or C(CREDENTIAL), in any case; or a value holding a URL with a password in it).
     type: list
     elements: str
     default: []

@@ -139,11 +139,11 @@ SECRET = "s3cr3t-value"
 def test_follow_json_keeps_every_node_s_environment_with_its_secret_values_masked(
     action: job_wait.ActionModule, node: Node, tmp_path: Path
 ) -> None:
-    env = {"HF_TOKEN": SECRET, "MY_PAT": SECRET + "-2", "KMP_BLOCKTIME": "1"}
+    env = {"HF_TOKEN": SECRET, "MY_NOTE": SECRET + "-2", "KMP_BLOCKTIME": "1"}
     handover = {**HANDOVER, "tuning": {"node1": {"slots": 2, "env": env}, "node2": {"slots": 2, "env": env}}}
-    follow(action, tmp_path, handover=handover, secret_env_names=["MY_PAT"])
+    follow(action, tmp_path, handover=handover, secret_env_names=["MY_NOTE"])
     written = (tmp_path / FOLLOW_STATE).read_bytes()
     assert SECRET.encode() not in written
     tuning = json.loads(written)["handover"]["tuning"]
-    assert tuning["node2"] == {"slots": 2, "env": {"HF_TOKEN": "***", "MY_PAT": "***", "KMP_BLOCKTIME": "1"}}
+    assert tuning["node2"] == {"slots": 2, "env": {"HF_TOKEN": "***", "MY_NOTE": "***", "KMP_BLOCKTIME": "1"}}
     assert all(oct(path.stat().st_mode & 0o777) == oct(0o600) for path in tmp_path.iterdir())

@@ -28,11 +28,11 @@ def test_following_names_this_playbook_the_inventory_and_the_jobs_node(tmp_path:
 
 
 def test_following_keeps_the_extra_variables_with_the_secret_values_of_launcher_env_masked(tmp_path: Path) -> None:
-    extra_vars = {"launcher_env": {"HF_TOKEN": "s3cr3t-value", "MY_PAT": "s3cr3t-value-2", "OMP_PROC_BIND": "close"},
+    extra_vars = {"launcher_env": {"HF_TOKEN": "s3cr3t-value", "MY_NOTE": "s3cr3t-value-2", "OMP_PROC_BIND": "close"},
                   "ansible_user": "train"}
-    write_following(tmp_path, following_of("node1", "/jobs/job-1", {}, False, extra_vars, ["MY_PAT"]))
+    write_following(tmp_path, following_of("node1", "/jobs/job-1", {}, False, extra_vars, ["MY_NOTE"]))
     written = (tmp_path / "following.json").read_bytes()
     assert b"s3cr3t-value" not in written
     assert json.loads(written)["extra_vars"] == {
-        "launcher_env": {"HF_TOKEN": "***", "MY_PAT": "***", "OMP_PROC_BIND": "close"}, "ansible_user": "train",
+        "launcher_env": {"HF_TOKEN": "***", "MY_NOTE": "***", "OMP_PROC_BIND": "close"}, "ansible_user": "train",
     }

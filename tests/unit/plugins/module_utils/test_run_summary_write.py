@@ -278,14 +278,14 @@ def test_every_summary_of_an_ssh_run_has_the_runs_schema(
 
 
 def test_the_secret_values_of_a_job_s_environment_never_reach_summary_json(tmp_path: Path) -> None:
-    env = {"HF_TOKEN": "s3cr3t-value", "MY_PAT": "s3cr3t-value-2", "KMP_BLOCKTIME": "1"}
+    env = {"HF_TOKEN": "s3cr3t-value", "MY_NOTE": "s3cr3t-value-2", "KMP_BLOCKTIME": "1"}
     settings = {**ROLE_SETTINGS, "tuning": {"node1": {"slots": 2, "env": env}, "node2": {"slots": 2, "env": env}}}
-    summary = run_summary(params(collected_run(tmp_path / "run"), settings=settings, secret_env_names=["MY_PAT"]))
+    summary = run_summary(params(collected_run(tmp_path / "run"), settings=settings, secret_env_names=["MY_NOTE"]))
     write_json(tmp_path / "run" / "summary.json", summary)
     written = (tmp_path / "run" / "summary.json").read_bytes()
     assert b"s3cr3t-value" not in written
     shown = json.loads(written)["settings"]["tuning"]["node2"]["env"]
-    assert shown == {"HF_TOKEN": "***", "MY_PAT": "***", "KMP_BLOCKTIME": "1"}, "the names stay, the values go"
+    assert shown == {"HF_TOKEN": "***", "MY_NOTE": "***", "KMP_BLOCKTIME": "1"}, "the names stay, the values go"
 
 
 def test_a_summary_that_departs_from_the_schema_is_caught(tmp_path: Path, summary_problems: Any) -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils.secret_env import (
-    MASK, masked, masked_env, masked_text, secret_name, secret_values,
+    MASK, masked, masked_env, masked_text, secret_name, secret_values, secret_variable, split_env,
 )
 
 SECRET = "s3cr3t-value"
@@ -19,7 +19,8 @@ SECRET = "s3cr3t-value"
     [
         "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID",
         "MLFLOW_TRACKING_PASSWORD", "LDAP_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "CLIENT_SECRET", "APIKEY",
-        "hf_token", "hfToken", "SSH_KEYS", "GITHUB_TOKENS", "TOKEN", "MONKEY",
+        "hf_token", "hfToken", "SSH_KEYS", "GITHUB_TOKENS", "TOKEN", "MONKEY", "DB_PASS", "SMTP_PASSWORDS", "MYSQL_PWD",
+        "GPG_PASSPHRASE", "AWS_CREDS", "GITHUB_PAT", "BASIC_AUTH", "OAUTH", "BYPASS",
     ],
 )
 def test_names_with_a_part_that_is_or_ends_with_a_secret_word_look_secret(name: str) -> None:
@@ -31,7 +32,7 @@ def test_names_with_a_part_that_is_or_ends_with_a_secret_word_look_secret(name: 
     [
         "KMP_BLOCKTIME", "MASTER_PORT", "MASTER_ADDR", "CCL_KVS_IFACE", "TOKENIZERS_PARALLELISM", "KEYBOARD_LAYOUT",
         "OMP_NUM_THREADS", "I_MPI_PIN_DOMAIN", "CCL_WORKER_AFFINITY", "FI_PROVIDER", "PYTHONPATH", "HTTP_PROXY",
-        "KMP_AFFINITY", "SECRETARY", "",
+        "KMP_AFFINITY", "SECRETARY", "AUTHOR", "PATH", "LD_LIBRARY_PATH", "PASSING_GRADE", "",
     ],
 )
 def test_names_without_such_a_part_are_shown(name: str) -> None:
@@ -39,13 +40,37 @@ def test_names_without_such_a_part_are_shown(name: str) -> None:
 
 
 def test_names_a_user_adds_are_secret_whole_whatever_their_case() -> None:
-    assert secret_name("GITHUB_PAT", ["github_pat"])
-    assert not secret_name("GITHUB_PAT_ID", ["GITHUB_PAT"])
+    assert secret_name("RUN_NOTE", ["run_note"])
+    assert not secret_name("RUN_NOTE_ID", ["RUN_NOTE"])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "http://proxyuser:pr0xy-pw@proxy.example:3128", "postgresql://train:db-pw@db:5432/runs",
+        "see https://:only-pw@tracking.example/api", "redis://default:r3dis@127.0.0.1:6379/0",
+    ],
+)
+def test_a_value_holding_a_url_with_a_password_is_secret_whatever_its_name(value: str) -> None:
+    assert secret_variable("HTTPS_PROXY", value)
+    shown, secret = split_env({"HTTPS_PROXY": value, "MLFLOW_TRACKING_URI": "http://tracking.example:5000"})
+    assert secret == {"HTTPS_PROXY": value}
+    assert shown == {"MLFLOW_TRACKING_URI": "http://tracking.example:5000"}
+    assert masked_env({"SERVICE": value}) == {"SERVICE": MASK}
+    assert secret_values({"env": [{"name": "SERVICE", "value": value}]}) == [value]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["http://proxy.example:3128", "https://user@git.example/repo.git", "user:pass", "a@b:c", "/data/x:y@z", "mailto:a@b"],
+)
+def test_a_value_without_a_password_in_a_url_is_shown(value: str) -> None:
+    assert not secret_variable("SOME_SETTING", value)
 
 
 def test_an_env_mapping_keeps_its_names_and_masks_only_the_secret_values() -> None:
-    env = {"HF_TOKEN": SECRET, "KMP_BLOCKTIME": "1", "MY_PAT": "x", "MASTER_PORT": 29500}
-    assert masked_env(env, ["MY_PAT"]) == {"HF_TOKEN": MASK, "KMP_BLOCKTIME": "1", "MY_PAT": MASK, "MASTER_PORT": 29500}
+    env = {"HF_TOKEN": SECRET, "KMP_BLOCKTIME": "1", "MY_NOTE": "x", "MASTER_PORT": 29500}
+    assert masked_env(env, ["MY_NOTE"]) == {"HF_TOKEN": MASK, "KMP_BLOCKTIME": "1", "MY_NOTE": MASK, "MASTER_PORT": 29500}
     assert env["HF_TOKEN"] == SECRET, "the input is left as it was"
 
 
