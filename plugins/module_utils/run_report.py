@@ -242,11 +242,17 @@ def _statuses(records: RunRecords) -> dict[int, dict[str, Any]]:
     statuses = dict(records.rank_status)
     for rank, status in records.rank_status.items():
         world_record = records.world.get(rank) or {}
-        code, script_ended = world_record.get(EXIT_STATUS), world_record.get(SCRIPT_ENDED)
-        failing = isinstance(code, int) and not isinstance(code, bool) and code != 0
-        if status.get("code") is None and failing and isinstance(script_ended, float):
-            statuses[rank] = {**status, "code": code, "ended": script_ended, "unrecorded": True}
+        code = _code_exit_status(world_record)
+        if status.get("code") is None and code not in (None, 0):
+            statuses[rank] = {**status, "code": code, "ended": world_record[SCRIPT_ENDED], "unrecorded": True}
     return statuses
+
+
+def _code_exit_status(world_record: Mapping[str, Any]) -> int | None:
+    """The exit status a rank's own code ended with, by its world record (an int, and when it ended); else None."""
+    code = world_record.get(EXIT_STATUS)
+    valid = isinstance(code, int) and not isinstance(code, bool) and isinstance(world_record.get(SCRIPT_ENDED), float)
+    return code if valid else None
 
 
 def _end_times(records: RunRecords, world_size: int) -> dict[int, float]:
@@ -274,6 +280,7 @@ def _rank_failures(
     if not rank_status and not followed:
         return [_Failure(_CONSEQUENCE, float("inf"), _no_record(None, lost_nodes))]
     end_times = _end_times(records, world_size)
+    left_early = _left_early(records, world_size, end_times)
     # Ranks killed or failing on their own break the others' collectives: those that then exit failing on the peer
     # that had gone come after them, whatever order the ends were recorded in (a killed rank's end is recorded by its
     # wrapper, after the others' code may have ended on it). When every failing rank lost a peer, none is set back.
@@ -292,6 +299,8 @@ def _rank_failures(
         where = f"rank {rank} on {status.get('node', '?')}"
         code = status.get("code")
         ended = end_times.get(rank, float(status.get("ended") or float("inf")))
+        if code is None and rank in left_early:
+            continue
         if code is None:
             failures.append(
                 _Failure(_CONSEQUENCE, float("inf"), f"{where} left no exit status (it was killed with its wrapper or node)")
@@ -314,29 +323,38 @@ def _rank_failures(
             how = f" ({'; '.join(notes)})" if notes else ""
             tier = _CONSEQUENCE if rank in set_back else _FAILED
             failures.append(_Failure(tier, ended, f"{where} exited {code}{how}", EXIT))
-    return failures + _left_early(records, world_size, end_times)
+    return failures + list(left_early.values())
 
 
-def _left_early(records: RunRecords, world_size: int, failed_end_times: Mapping[int, float]) -> list[_Failure]:
+def _code_ended_zero(status: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    """Whether a rank exited 0: its wrapper recorded it, or, its wrapper having recorded no end, its own code ended
+    with exit status 0 (its world record): under mpiexec a rank that left early can still be in its interpreter's
+    teardown when the others fail on it, and mpiexec kills it with its wrapper then."""
+    if status.get("code") is not None:
+        return status.get("code") == 0
+    return _code_exit_status(record) == 0
+
+
+def _left_early(records: RunRecords, world_size: int, failed_end_times: Mapping[int, float]) -> dict[int, _Failure]:
     """The ranks that exited 0 before the first failing rank ended, when a failed rank lost its connection to a peer:
     a rank that leaves while the others still need it (an early ``sys.exit(0)``, ``os._exit(0)``) fails nothing of its
     own, and the others fail after it with errors of their own. It left when its own code ended (its world record),
     else when its process ended; a failure of another kind (a full disk) names nobody."""
     if not any(_lost_a_peer(records, rank) for rank in failed_end_times):
-        return []
+        return {}
     first_failure = min(failed_end_times.values())
-    left = []
+    left = {}
     for rank, status in sorted(records.rank_status.items()):
         record = records.world.get(rank) or {}
         # A normal exit leaves the group at the end of its code; the interpreter's teardown can take seconds more.
         ended = float(record.get(SCRIPT_ENDED) or status.get("ended") or float("inf"))
-        if rank >= world_size or status.get("code") != 0 or ended >= first_failure:
+        if rank >= world_size or not _code_ended_zero(status, record) or ended >= first_failure:
             continue
         # Its group recorded, its interpreter's end not: it ended without Python's exit (atexit never ran).
         hint = " without Python's normal exit (os._exit?)" if record.get("groups") and not record.get("ended") else ""
         where = f"rank {rank} on {status.get('node', '?')}"
-        left.append(_Failure(_FAILED, ended, f"{where} left early: it exited 0{hint} while the other ranks still needed"
-                             " it, and they lost their connection to it", EXIT))
+        left[rank] = _Failure(_FAILED, ended, f"{where} left early: it exited 0{hint} while the other ranks still needed"
+                              " it, and they lost their connection to it", EXIT)
     return left
 
 

@@ -1225,6 +1225,28 @@ def test_a_rank_that_left_before_the_others_lost_their_connection_to_it_comes_fi
     ]
 
 
+def test_a_rank_that_left_early_is_named_when_mpiexec_killed_it_in_its_teardown() -> None:
+    # Seen under mpiexec (2026-12-02): rank 2 calls sys.exit(0) mid-training; ranks 0 and 1 fail on the connection it
+    # closed (exit 1, gloo's "Connection closed by peer"), and mpiexec kills rank 2, still in its interpreter's
+    # teardown, and rank 1 with their wrappers: only their world records say how their code ended.
+    records = make_records(rank_status(0, code=1, ended=T0 + 10.6), rank_status(1, code=None), rank_status(2, code=None))
+    records.world = {
+        0: {"rank": 0, "groups": [{"world_size": 3}], "ended": True, SCRIPT_ENDED: T0 + 10.03, EXIT_STATUS: 1, LOST_PEER: True},
+        1: {"rank": 1, "groups": [{"world_size": 3}], "ended": True, SCRIPT_ENDED: T0 + 10.05, EXIT_STATUS: 1, LOST_PEER: True},
+        2: {"rank": 2, "groups": [{"world_size": 3}], "ended": True, SCRIPT_ENDED: T0 + 10.0, EXIT_STATUS: 0, LOST_PEER: False},
+    }
+    summary = summary_of(records, launcher_exit_code=255)
+    assert summary["root_cause_kind"] == "exit"
+    assert summary["failure_reasons"] == [
+        "rank 2 on node3 left early: it exited 0 while the other ranks still needed it, and they lost their connection"
+        " to it",
+        "rank 0 on node1 exited 1",
+        "rank 1 on node2 exited 1 (its process was killed before its wrapper recorded the end)",
+        "launcher exited 255",
+    ]
+    assert summary["rank_exit_codes"] == {"0": 1}, "what the wrappers recorded, nothing made up"
+
+
 @pytest.mark.parametrize(
     "records",
     [
