@@ -15,8 +15,8 @@
    A job whose submitting process, follower and ansible-playbook were killed mid-training is cancelled from a new
    process (``multinode-training cancel``): it stops on every node within 15 s and its summary says cancelled.
 5. train() interrupted (KeyboardInterrupt, as in a notebook) at its first epoch: the job is stopped on every
-   node, the summary says cancelled (and, as a failed job, its worker containers are removed: the caller checks
-   none is left).
+   node, the summary says cancelled (and, as a failed job, its worker containers are restarted: the caller checks
+   each runs again with none of the job's processes, and no launcher container is left).
 6. plan() of a script with a requirements file beside it (extravars): shows the layer it would use.
 7. check(): every node and link measured, the healthy cluster passes, health.json and health.html in RUNS_DIR.
 Prints one JSON line with what it measured; exits non-zero on the first broken promise.
@@ -313,7 +313,7 @@ def main() -> None:
         ("submitted_pair", lambda: submitted_pair(inventory, runs)),
         ("ran_beside_then_taken_over", lambda: ran_beside_then_taken_over(inventory, runs)),
         ("orphaned_then_cancelled", lambda: orphaned_then_cancelled(inventory, runs)),
-        # A cancelled job removes the worker containers: verify_api.yml then checks none is left.
+        # A cancelled job restarts the worker containers: verify_api.yml then checks what is left on the nodes.
         ("interrupted", lambda: interrupted(inventory, runs)),
         ("planned_requirements", lambda: planned_requirements(inventory)),
     )
