@@ -106,6 +106,29 @@ NODE_NAME = re.compile(r"[A-Za-z0-9_.:@+-]+")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 
 
+# Said on the rank's stream and in its log when a process the rank left behind still held its output at its end.
+LEFT_BEHIND_NOTE = (
+    "(multinode) a process a rank left behind holds its output open: the rank has ended, what that process prints"
+    " from now on is not kept"
+)
+# How much of the end of a rank's log holds that note, if it was said (the wrapper says it last).
+_NOTE_TAIL_BYTES = 4096
+
+
+def ranks_that_left_a_process(logs_dir: str) -> list[int]:
+    """The ranks whose logs in ``logs_dir`` (``rank-<RANK>.log``) end saying LEFT_BEHIND_NOTE, in rank order."""
+    found = []
+    for name in os.listdir(logs_dir) if os.path.isdir(logs_dir) else []:
+        rank = name[len("rank-"):-len(".log")]
+        if not (name.startswith("rank-") and name.endswith(".log") and rank.isdigit()):
+            continue
+        with open(os.path.join(logs_dir, name), "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - _NOTE_TAIL_BYTES))
+            if LEFT_BEHIND_NOTE.encode() in log.read():
+                found.append(int(rank))
+    return sorted(found)
+
+
 # The job directory's subdirectory holding the rank exit guard (module_utils/rank_exit_guard.py).
 EXIT_GUARD_DIR = "python"
 # What the exit guard knows the rank's own process by (rank_exit_guard.WRAPPER_PID_VARIABLE: the guard is shipped as
@@ -436,6 +459,20 @@ def _supervision(node: str, job: JobPaths, stack_dump_after: int = 0) -> list[st
         "# The launcher node learns here that this rank is done (the job's followers stop waiting on it). A launcher",
         "# already gone must not turn the rank's exit code into SIGPIPE's.",
         "trap '' PIPE",
+        "# Still there, they are held by a process the rank left behind (a server it started, a daemon): their tee and",
+        "# sed would hold the launcher's stream open as long as it lives, and the launcher (a torchrun agent, hydra's",
+        "# proxy, the SSH session) would wait for it, past the job's end to its timeout. They are stopped, saying so.",
+        'if { kill -0 "$out_pid" || kill -0 "$err_pid"; } 2>/dev/null; then',
+        f"  printf '%s\\n' {shlex.quote(LEFT_BEHIND_NOTE)} >>\"$log\"",
+        f"  printf '%s%s\\n' \"$prefix\" {shlex.quote(LEFT_BEHIND_NOTE)} 2>/dev/null",
+        "  for file in /proc/[0-9]*/stat; do",
+        '    read -r stat 2>/dev/null <"$file" || continue',
+        "    # shellcheck disable=SC2206 # split on purpose: after the command's name, numbers and a state letter",
+        '    fields=(${stat##*") "})',
+        '    if [ "${fields[1]}" = "$out_pid" ] || [ "${fields[1]}" = "$err_pid" ]; then kill "${stat%% *}" 2>/dev/null; fi',
+        "  done",
+        '  kill "$out_pid" "$err_pid" 2>/dev/null',
+        "fi",
         f'printf \'%s%s %d\\n\' "$prefix" {shlex.quote(events.RANK_ENDED)} "$code" 2>/dev/null',
         'exit "$code"',
     ]

@@ -106,6 +106,7 @@ from ansible_collections.multinode.training.plugins.module_utils import (
     job_files,
     node_state,
     prune,
+    rank_contract,
 )
 
 
@@ -140,6 +141,11 @@ def main() -> None:
         )
         if warning := job_files.slow_launcher_end(time.monotonic() - wait_began, result["launcher"]["running"]):
             module.warn(warning)
+    for rank in rank_contract.ranks_that_left_a_process(os.path.join(params["job_dir"], "logs")):
+        module.warn(
+            f"rank {rank}: a process the rank left behind held its output open (a server or daemon it started): the"
+            " job did not wait for it, it may still run on the node, and what it printed after the rank's end is not kept"
+        )
     paths = job_files.job_files(
         params["job_dir"], params["work_dir"], params["output_dir"], outputs=params["outputs"], launcher=params["launcher"]
     )

@@ -24,8 +24,10 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
     CONTRACT,
     EXIT_GUARD_DIR,
     JOB_VARIABLES,
+    LEFT_BEHIND_NOTE,
     PLACEHOLDERS,
     placeholders_in,
+    ranks_that_left_a_process,
     STATUS_FIELDS,
     ContractError,
     WRAPPER_PID_VARIABLE,
@@ -621,6 +623,45 @@ def test_a_process_left_holding_the_output_delays_the_end_by_at_most_seconds(tmp
     assert code == 0
     assert elapsed < 120
     assert stream.read_text().splitlines()[-1].endswith(f"{RANK_ENDED} 0")
+
+
+def test_a_process_left_holding_the_output_does_not_hold_the_launcher_s_stream(tmp_path: Path) -> None:
+    # The launcher reads the wrapper's stdout through a pipe and ends when it closes: a daemon the rank started with
+    # the rank's output (a server, `subprocess.Popen` without redirection) held it through the wrapper's tee and sed
+    # for its whole life, and the job ran to its timeout after every rank had succeeded (2026-12-02, mpiexec and
+    # torchrun alike). Those are stopped at the rank's end, and the rank's stream and log say so.
+    job = new_job(tmp_path)
+    daemon_pid_file = tmp_path / "daemon.pid"
+    command = ("bash", "-c", f"echo bye; (sleep 600 & echo $! > {daemon_pid_file}); exit 0")
+    process = subprocess.Popen(**{**rank_command(make_wrapper(job), TORCHRUN, command), "stderr": subprocess.DEVNULL})
+    try:
+        stream, _ = process.communicate(timeout=120)  # to the stream's end: every writer has closed it
+        assert process.returncode == 0
+        assert alive(int(daemon_pid_file.read_text())), "the daemon itself is the user's: it is left running"
+    finally:
+        os.kill(int(daemon_pid_file.read_text()), signal.SIGKILL)
+    lines = stream.splitlines()
+    assert lines[-2:] == [f"[rank {RANK} {NODE.node}] {LEFT_BEHIND_NOTE}", f"[rank {RANK} {NODE.node}] {RANK_ENDED} 0"]
+    assert rank_log(job).read_text().splitlines() == ["bye", LEFT_BEHIND_NOTE]
+
+
+def test_the_ranks_whose_logs_end_with_the_note_are_found(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "rank-0.log").write_text("epoch 1\n")
+    (logs / "rank-2.log").write_text("x" * 100_000 + f"\n{LEFT_BEHIND_NOTE}\n")
+    (logs / "rank-10.log").write_text(f"bye\n{LEFT_BEHIND_NOTE}\n")
+    (logs / "rank-1.log").write_text(f"{LEFT_BEHIND_NOTE}\n" + "later output\n" * 1000)  # not its end
+    (logs / "launcher.log").write_text(LEFT_BEHIND_NOTE)
+    assert ranks_that_left_a_process(str(logs)) == [2, 10]
+    assert ranks_that_left_a_process(str(tmp_path / "none")) == []
+
+
+def test_a_rank_that_left_nothing_behind_ends_without_the_note(tmp_path: Path) -> None:
+    job = new_job(tmp_path)
+    result = run_rank(make_wrapper(job), TORCHRUN, "bash", "-c", "echo bye; (sleep 0.2 &); exit 0")
+    assert LEFT_BEHIND_NOTE not in result.stdout
+    assert rank_log(job).read_text() == "bye\n"
 
 
 # A beat this long that a descriptor or stream held until the next beat is told from a busy machine's delay.
