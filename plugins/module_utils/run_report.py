@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ansible_collections.multinode.training.plugins.module_utils import events as kinds
-from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked
+from ansible_collections.multinode.training.plugins.module_utils.secret_env import masked, masked_text, secret_values
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import (
     EXIT_STATUS,
     LOST_PEER,
@@ -542,6 +542,49 @@ def _script_metrics(records: RunRecords) -> dict[str, Any]:
     }
 
 
+# The lines a failing process ends its log with: an uncaught Python exception's last traceback line (its type, a name
+# ending like one, and its message), a C++ exception that ended the process (the runtime's "terminate called after
+# throwing ..." and its "what(): ..."), CPython's fatal error; in the order they say most, as a rank's own words.
+_ERROR_LINES = (
+    re.compile(r"^\s*what\(\):\s+\S.*$"),
+    re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt)(?::\s.*)?$"),
+    re.compile(r"^terminate called after throwing .*$"),
+    re.compile(r"^Fatal Python error:\s.*$"),
+)
+# Between or after those: a traceback's frames and source lines, faulthandler's thread dumps, the collection's notes.
+_DUMP_LINE = re.compile(
+    r"^(?:\s|Traceback \(most recent call last\):|Thread 0x|Current thread 0x|Extension modules:|\(multinode\) )"
+)
+_TORCH_RANK_PREFIX = re.compile(r"^\[rank\d+\]: ?")  # torch's prefix of what a rank logs on its way out
+_ERROR_CHARS = 300  # of the line quoted, at most
+_FIRST_RANK = re.compile(r"^rank (\d+) on ")
+
+
+def last_error(log_tail: str) -> str | None:
+    """The error a rank's log tail ends with (_ERROR_LINES: the lines at its end, past traceback frames and thread
+    dumps, the one that says most), stripped and cut to _ERROR_CHARS; None when the log ends otherwise."""
+    ending: list[str] = []
+    for line in reversed(log_tail.splitlines()):
+        line = _TORCH_RANK_PREFIX.sub("", line.rstrip())
+        if not line.strip() or (_DUMP_LINE.match(line) and not _ERROR_LINES[0].match(line)):
+            continue
+        if not any(pattern.match(line) for pattern in _ERROR_LINES):
+            break
+        ending.append(line.strip())
+    for pattern in _ERROR_LINES:
+        if said := next((line for line in ending if pattern.match(line)), None):
+            return said if len(said) <= _ERROR_CHARS else said[: _ERROR_CHARS - 3] + "..."
+    return None
+
+
+def root_cause_error(records: RunRecords, causes: list[tuple[str, str]], hidden: tuple[str, ...]) -> str | None:
+    """The last error of the log of the rank the first of ``causes`` names, with each of ``hidden`` (secret values)
+    masked; None when the first cause is not a rank's."""
+    found = _FIRST_RANK.match(causes[0][1]) if causes else None
+    error = last_error(records.rank_log_tails.get(int(found.group(1)), "")) if found else None
+    return masked_text(error, hidden) if error else None
+
+
 def summarize(
     records: RunRecords,
     *,
@@ -557,9 +600,11 @@ def summarize(
     provision_changed: int | None = None,
     extra: dict[str, Any] | None = None,
     followed_exit_codes: Mapping[int, int] | None = None,
+    hidden: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """JSON-serialisable summary of one run (see the module docstring for what succeeded means); a rank without a
-    collected status record exited as ``followed_exit_codes`` says (the controller followed it live), if it says."""
+    collected status record exited as ``followed_exit_codes`` says (the controller followed it live), if it says.
+    ``hidden``: the job's secret values, masked in what the summary quotes of the ranks' logs."""
     if launcher_exit_code is None:
         launcher_exit_code = _last_exit_code(records)
     causes = failure_causes(
@@ -580,6 +625,7 @@ def summarize(
         "status": ("cancelled" if cancelled else "failed") if causes else "succeeded",
         "failure_reasons": [text for _kind, text in causes],
         "root_cause_kind": causes[0][0] if causes else None,
+        "root_cause_error": root_cause_error(records, causes, hidden),
         "launcher": launcher,
         "world_size": world_size,
         "nodes": list(nodes),
@@ -642,6 +688,7 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         # A job's secret environment values never reach summary.json, the report or a tracker.
         extra=masked(params["settings"], params.get("secret_env_names") or ()),
         followed_exit_codes=params.get("followed_exit_codes") or {},
+        hidden=tuple(secret_values(params["settings"], params.get("secret_env_names") or ())),
     )
     summary.update(
         job_name=params["job_name"] or None,

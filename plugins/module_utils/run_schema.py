@@ -93,6 +93,12 @@ _SSH: dict[str, dict[str, Any]] = {
     "root_cause_kind": _key(
         "What kind of failure the first reason is (the table below); null on success.", type=["string", "null"]
     ),
+    "root_cause_error": _key(
+        "The last error the log of the rank the first reason names ends with (its uncaught exception, e.g."
+        " `RuntimeError: ...`, or a fatal error of its runtime), its secret values as `***`; null when the first"
+        " reason is not a rank's or its log ends without one.",
+        type=["string", "null"],
+    ),
     "job_name": _key(
         "`launcher_job_name`: a named job resumes from its own checkpoints; null without one.", type=["string", "null"]
     ),

@@ -256,6 +256,12 @@ summary:
           C(connection), C(ssh_trust), C(signal), C(stall), C(teardown_race), C(exit), C(timeout), C(launcher), C(cancelled) or
           C(consequence).
       type: str
+    root_cause_error:
+      description:
+        - The error the log of the rank the first reason names ends with (its uncaught exception's last line, a C++
+          exception's C(what()), CPython's fatal error), the job's secret values in it as C(***); null when the first
+          reason is not a rank's or its log ends without one.
+      type: str
     attempt:
       description: Which attempt of the job this summary is of.
       type: int

@@ -260,6 +260,8 @@ def events_list(summary: Mapping[str, Any]) -> str:
     items = [f"restart {restart.get('attempt')}: {restart.get('cause')}" for restart in summary.get("restarts") or []]
     items += [str(straggler.get("text", straggler)) for straggler in summary.get("stragglers") or []]
     items += [f"failure: {reason}" for reason in summary.get("failure_reasons") or []]
+    if summary.get("root_cause_error"):
+        items.append(f"the first failure's error: {summary['root_cause_error']}")
     if not items:
         return "<p>No restarts, stragglers or failures.</p>"
     return "<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>"

@@ -39,6 +39,8 @@ def describe(job: Job) -> str:
     ]
     lines += node_lines(summary.get("settings", {}))
     lines += [f"  failure: {reason}" for reason in summary["failure_reasons"]]
+    if summary.get("root_cause_error"):
+        lines.append(f"  its error: {summary['root_cause_error']}")
     return "\n".join(lines)
 
 

@@ -62,6 +62,7 @@ class Summary(TypedDict):
     scheduler: Scheduler | None
     settings: dict[str, Any]
     root_cause_kind: NotRequired[str | None]
+    root_cause_error: NotRequired[str | None]
     job_name: NotRequired[str | None]
     resumed_from: NotRequired[str | None]
     checkpoints: NotRequired[list[dict[str, Any]]]

@@ -22,7 +22,7 @@ import pytest
 import websocket
 
 from multinode_training.__main__ import main
-from multinode_training.report import REPORT_FILE, write_report
+from multinode_training.report import REPORT_FILE, events_list, write_report
 
 STARTED = 1795788717.0
 EPOCHS = [
@@ -245,3 +245,11 @@ def test_a_metric_named_like_markup_stays_inside_its_figures_script(run_dir: Pat
     page = write_report(run_dir).read_text()
     assert "</script><script>alert(1)" not in page
     assert "<\\/script><script>alert(1)<\\/script>" in page
+
+
+def test_the_events_list_quotes_the_first_failure_s_error() -> None:
+    summary = {"failure_reasons": ["rank 0 on node1 exited 1", "launcher exited 1"],
+               "root_cause_error": "RuntimeError: <no accelerator>"}
+    listed = events_list(summary)
+    assert listed.index("failure: rank 0 on node1 exited 1") < listed.index("the first failure&#x27;s error: RuntimeError: &lt;no accelerator&gt;")
+    assert "error" not in events_list({"failure_reasons": [], "root_cause_error": None})

@@ -15,6 +15,7 @@ from ansible_collections.multinode.training.plugins.module_utils.run_report impo
     describe_signal,
     explain_ssh_failure,
     failure_causes,
+    last_error,
     parse_events,
     read_run_dir,
     summarize,
@@ -161,6 +162,7 @@ def test_success_needs_only_exit_codes(
         "job_id": "job-1",
         "status": "succeeded",
         "failure_reasons": [],
+        "root_cause_error": None,
         "launcher": "torchrun",
         "world_size": 3,
         "nodes": NODES,
@@ -1266,3 +1268,71 @@ def test_every_rank_leaving_with_os_exit_0_is_a_success() -> None:
     summary = summary_of(records, launcher_exit_code=0)
     assert summary["status"] == "succeeded"
     assert summary["failure_reasons"] == []
+
+
+# --- the first failing rank's own words ---
+
+TORCH_TRACEBACK = """[rank0]: Traceback (most recent call last):
+[rank0]:   File "/work/multinode.py", line 117, in <module>
+[rank0]:     main(args.save_every, args.total_epochs, args.batch_size)
+[rank0]:     device, dtype, non_blocking, convert_to_format = torch._C._nn._parse_to(
+[rank0]:                                                      ^^^^^^^^^^^^^^^^^^^^^^^
+[rank0]: RuntimeError: Cannot access accelerator device when none is available.
+"""
+GLOO_ABORT_DUMP = """epoch 2 step 20
+terminate called after throwing an instance of 'gloo::IoException'
+  what():  [pair.cc:589] Read error [172.30.77.13]:41002: Connection reset by peer
+Fatal Python error: Aborted
+
+Thread 0x00007f52 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 331 in wait
+
+Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("tail", "error"),
+    [
+        (TORCH_TRACEBACK, "RuntimeError: Cannot access accelerator device when none is available."),
+        ('Traceback (most recent call last):\n  File "t.py", line 3\n    f()\nValueError: diverged\n', "ValueError: diverged"),
+        ("Traceback (most recent call last):\nKeyboardInterrupt\n", "KeyboardInterrupt"),
+        (GLOO_ABORT_DUMP, "what():  [pair.cc:589] Read error [172.30.77.13]:41002: Connection reset by peer"),
+        ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x7f (most recent call first):\n  File \"t.py\"\n",
+         "Fatal Python error: Segmentation fault"),
+        # An error the script logged and went on from is not how it ended.
+        ("ConnectionError: retrying\nepoch 3 done\n", None),
+        ("rank 0: configuration missing\n", None),
+        ("", None),
+    ],
+    ids=["torch-prefixed", "traceback", "bare-exception", "c++-abort", "segfault", "logged-earlier", "sys.exit-text", "empty"],
+)
+def test_the_error_a_rank_s_log_ends_with_is_found(tail: str, error: str | None) -> None:
+    assert last_error(tail) == error
+
+
+def test_a_long_error_is_cut() -> None:
+    said = last_error("ValueError: " + "x" * 1000)
+    assert said is not None and len(said) == 300 and said.endswith("...")
+
+
+def test_the_summary_quotes_the_first_failing_rank_s_error_with_its_secrets_masked() -> None:
+    records = make_records(rank_status(1, code=1, ended=T0 + 10.0), rank_status(2, code=1, ended=T0 + 10.5))
+    records.rank_log_tails = {
+        1: "Traceback (most recent call last):\nPermissionError: 403 for https://hub.example/?token=hf-s3cr3t-value\n",
+        2: PEER_GONE,
+    }
+    summary = summarize(records, job_id="job-1", launcher="torchrun", nodes=NODES, node_names=NAMES, world_size=3,
+                        timed_out=False, launcher_exit_code=1, hidden=("hf-s3cr3t-value",))
+    assert summary["failure_reasons"][0] == "rank 1 on node2 exited 1"
+    assert summary["root_cause_error"] == "PermissionError: 403 for https://hub.example/?token=***"
+
+
+def test_no_error_is_quoted_when_the_first_reason_is_not_a_rank_s() -> None:
+    # node2's worker died: its rank's error (the connection it lost) is a consequence, not the cause.
+    records = make_records(rank_status(1, code=1, ended=T0 + 10.0))
+    records.rank_log_tails = {1: "RuntimeError: Connection reset by peer\n"}
+    dead = {"node2": {"what": "worker container", "present": True, "running": False, "exit_code": 137, "oom_killed": False}}
+    summary = summary_of(records, launcher_exit_code=1, worker_states=dead)
+    assert summary["failure_reasons"][0] == "node2: the worker container is not running, it died (exit code 137)"
+    assert summary["root_cause_error"] is None
