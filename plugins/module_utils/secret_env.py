@@ -52,13 +52,13 @@ def secret_variable(name: str, value: Any, added: Iterable[str] = ()) -> bool:
 
 
 def secret_entries(env: Mapping[Any, Any], added: Iterable[str] = ()) -> dict[str, str]:
-    """The variables of ``env`` whose names look secret or are ``added``, as strings."""
+    """The secret variables of ``env`` (:func:`secret_variable`), as strings."""
     return split_env(env, added)[1]
 
 
 def split_env(env: Mapping[Any, Any], added: Iterable[str] = ()) -> tuple[dict[str, str], dict[str, str]]:
-    """``env`` as strings, split into the variables that may be shown and the secret ones (names that look secret or
-    are ``added``)."""
+    """``env`` as strings, split into the variables that may be shown and the secret ones (:func:`secret_variable`:
+    names that look secret or are ``added``, values holding a URL with a password)."""
     added = tuple(added)
     shown: dict[str, str] = {}
     secret: dict[str, str] = {}
