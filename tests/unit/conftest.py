@@ -26,6 +26,14 @@ def pytest_configure(config):
     config.option.importmode = "importlib"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # ansible-test runs every test in a forked child (its ansible_forked plugin): a base directory for tmp_path made in
+    # the child was made again, and emptied first, by every test, while a process an earlier test had left (an ansible
+    # run, a job's follower) could still write in it. The emptying then failed ("Directory not empty") and the test
+    # errored at its set-up (FileExistsError, CI 2026-12-02). Made once here, in the process that forks, it is kept.
+    session.config._tmp_path_factory.getbasetemp()  # pylint: disable=protected-access
+
+
 @pytest.fixture
 def summary_problems() -> Callable[[Any], list[str]]:
     """A function naming every way a summary.json departs from the one schema (empty when it conforms)."""
