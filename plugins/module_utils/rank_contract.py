@@ -469,7 +469,7 @@ def _supervision(node: str, job: JobPaths, stack_dump_after: int = 0) -> list[st
         '    read -r stat 2>/dev/null <"$file" || continue',
         "    # shellcheck disable=SC2206 # split on purpose: after the command's name, numbers and a state letter",
         '    fields=(${stat##*") "})',
-        '    if [ "${fields[1]}" = "$out_pid" ] || [ "${fields[1]}" = "$err_pid" ]; then kill "${stat%% *}" 2>/dev/null; fi',
+        '    if [ "${fields[1]:-}" = "$out_pid" ] || [ "${fields[1]:-}" = "$err_pid" ]; then kill "${stat%% *}" 2>/dev/null; fi',
         "  done",
         '  kill "$out_pid" "$err_pid" 2>/dev/null',
         "fi",
