@@ -1279,9 +1279,9 @@ TORCH_TRACEBACK = """[rank0]: Traceback (most recent call last):
 [rank0]:                                                      ^^^^^^^^^^^^^^^^^^^^^^^
 [rank0]: RuntimeError: Cannot access accelerator device when none is available.
 """
-GLOO_ABORT_DUMP = """epoch 2 step 20
-terminate called after throwing an instance of 'gloo::IoException'
-  what():  [pair.cc:589] Read error [172.30.77.13]:41002: Connection reset by peer
+# gloo's abort as a rank's log ends with it: faulthandler's dump after the C++ runtime's words.
+GLOO_ABORT_DUMP = f"""epoch 2 step 20
+{GLOO_ABORT}
 Fatal Python error: Aborted
 
 Thread 0x00007f52 (most recent call first):
