@@ -38,6 +38,7 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard
     SCRIPT_ENDED,
 )
 from ansible_collections.multinode.training.plugins.module_utils import world
+from ansible_collections.multinode.training.plugins.module_utils import watchdog
 
 _DECODER = json.JSONDecoder()
 STALL_FILE = "stall.json"  # the watchdog's finding in the run directory (job_wait)
@@ -102,6 +103,7 @@ class RunRecords:
     mpi_log_tail: str = ""  # the end of the launcher node's mpiexec.log
     stall: dict[str, Any] = field(default_factory=dict)  # the watchdog's stall.json, when it stopped the job
     world: dict[int, dict[str, Any]] = field(default_factory=dict)  # each rank's world record (world.py)
+    rank_stacks: dict[int, str] = field(default_factory=dict)  # the rank wrapper's py-spy dump of an idle rank
 
 
 def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
@@ -126,6 +128,10 @@ def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
                 text = _read(path)
                 records.rank_events[int(rank)] = parse_events(text)
                 records.rank_log_tails[int(rank)] = text[-_DIAGNOSTIC_CHARS:]
+        for path in sorted(logs.glob(kinds.STACK_DUMP.format(rank="*"))):
+            rank = path.stem[len("stack-rank-") :]
+            if rank.isdigit():
+                records.rank_stacks[int(rank)] = _read(path)
         for other in node_names:
             if (logs / f"ssh-{other}.log").exists():
                 records.ssh_logs[other] = _read(logs / f"ssh-{other}.log")[-_DIAGNOSTIC_CHARS:]
@@ -416,11 +422,13 @@ def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]
     return failures
 
 
-def _stall_failures(stall: dict[str, Any]) -> list[_Failure]:
-    """The watchdog stopped the job: the stalled rank is the root cause, whatever the stop did to the others."""
+def _stall_failures(stall: dict[str, Any], stacks: dict[int, str]) -> list[_Failure]:
+    """The watchdog stopped the job: the stalled rank is the root cause, whatever the stop did to the others; of the
+    ranks that stopped together, the one outside the collectives the others wait in (their stack dumps)."""
     if not stall.get("text"):
         return []
-    return [_Failure(_NODE_DOWN, float(stall.get("detected_at") or 0.0), str(stall["text"]), STALL)]
+    text = str(watchdog.narrowed_by_stacks(stall, stacks)["text"])
+    return [_Failure(_NODE_DOWN, float(stall.get("detected_at") or 0.0), text, STALL)]
 
 
 def failure_causes(
@@ -436,7 +444,7 @@ def failure_causes(
     """Why the run failed, root cause first, as (kind, reason); empty when it succeeded. ``followed_exit_codes``: each
     rank's exit code as the controller followed it live, for the ranks whose records went with a lost node."""
     followed = followed_exit_codes or {}
-    failures = _worker_failures(worker_states) + _stall_failures(records.stall)
+    failures = _worker_failures(worker_states) + _stall_failures(records.stall, records.rank_stacks)
     failures += _bootstrap_failures(records.mpi_log_tail)
     failures += _launcher_failures(records, launcher)
     lost_nodes = [node for node, state in worker_states.items() if state.get("unreachable")]

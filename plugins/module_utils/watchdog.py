@@ -13,11 +13,16 @@ evaluating while the others wait at a barrier) is no stall, so a healthy job is 
 blamed is one the kernel reports stopped (T) or in uninterruptible sleep (D); else the ranks that stopped making
 progress first (the others stopped waiting for them).
 
+When the ranks stopped within one beat of each other (one rank asleep or blocked outside the job's collectives,
+the others waiting for it in one), the run report narrows the blame with the ranks' stack dumps
+(:func:`narrowed_by_stacks`): the ranks whose main thread is not in a collective.
+
 Pure Python (no Ansible imports) so it runs on the controller and in plain unit tests.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -27,6 +32,22 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_contract i
 # The kernel's process states of a rank that cannot go on by itself: stopped (SIGSTOP, a debugger) and
 # uninterruptible sleep (a wedged device or file system).
 FROZEN_STATES = frozenset("TtD")
+
+# A main thread with a frame in one of these files waits for the other ranks (a collective, a DDP backward's
+# gradient all-reduce, Horovod's or DeepSpeed's communication): py-spy prints each frame's file.
+COLLECTIVE_FILES = (
+    "torch/distributed/",
+    "torch/autograd/",
+    "torch/nn/parallel/",
+    "oneccl_bindings_for_pytorch/",
+    "horovod/",
+    "deepspeed/comm/",
+    "tensorflow/python/distribute/",
+    "mpi4py/",
+)
+# py-spy dump's lines: a thread's header, then its frames innermost first, e.g. "    all_reduce (torch/x.py:3252)".
+_THREAD_HEADER = re.compile(r'^Thread \S+ \(\w+\)(?:: "(?P<name>[^"]*)")?')
+_FRAME = re.compile(r"^ {4}(?P<function>\S.*?) \((?P<place>[^()]+:\d+)\)$")
 
 
 @dataclass
@@ -123,3 +144,52 @@ class Watchdog:
             blamed = [rank for rank, pulse in self.pulses.items() if pulse.progressed_at - first <= events.BEAT_SECONDS]
         ranks = tuple((rank, self.pulses[rank].node, self.pulses[rank].state) for rank in sorted(blamed))
         return Stall(ranks=ranks, seconds=now - last_progress)
+
+
+def main_thread_frames(dump: str) -> list[tuple[str, str]]:
+    """(function, file:line) of the main thread in a py-spy dump, innermost first; the first thread's when none is
+    named MainThread; empty when the dump holds no thread (py-spy failed or is not installed)."""
+    threads: list[tuple[str, list[tuple[str, str]]]] = []
+    for line in dump.splitlines():
+        header = _THREAD_HEADER.match(line)
+        frame = _FRAME.match(line)
+        if header:
+            threads.append((header.group("name") or "", []))
+        elif frame and threads:
+            threads[-1][1].append((frame.group("function"), frame.group("place")))
+    main = [frames for name, frames in threads if name == "MainThread"]
+    return main[0] if main else threads[0][1] if threads else []
+
+
+def in_collective(frames: list[tuple[str, str]]) -> bool:
+    """Whether a main thread's frames wait for the other ranks (a frame in one of ``COLLECTIVE_FILES``)."""
+    return any(
+        place.startswith(files) or f"/{files}" in place for _function, place in frames for files in COLLECTIVE_FILES
+    )
+
+
+def narrowed_by_stacks(stall: Mapping[str, Any], stacks: Mapping[int, str]) -> dict[str, Any]:
+    """The stall record (stall.json) with its blame narrowed by the ranks' stack dumps (rank -> py-spy dump): of the
+    ranks it names, those whose main thread is not in a collective while the others wait in one. Unchanged when it
+    names one rank or a frozen one, when a named rank has no readable dump, or when none or every one is in a
+    collective (a deadlock of the collectives themselves, or a wait the stacks cannot show, e.g. mpi4py's)."""
+    named = [entry for entry in stall.get("ranks") or [] if isinstance(entry, Mapping) and isinstance(entry.get("rank"), int)]
+    frames = {entry["rank"]: main_thread_frames(stacks.get(entry["rank"], "")) for entry in named}
+    if len(named) < 2 or any(entry.get("state") in FROZEN_STATES for entry in named) or not all(frames.values()):
+        return dict(stall)
+    outside = [entry for entry in named if not in_collective(frames[entry["rank"]])]
+    waiting = [entry for entry in named if in_collective(frames[entry["rank"]])]
+    if not outside or not waiting:
+        return dict(stall)
+    where = ", ".join(
+        "rank {rank} on {node} (at {place}, in {function})".format(
+            rank=entry["rank"], node=entry.get("node"), place=frames[entry["rank"]][0][1], function=frames[entry["rank"]][0][0]
+        )
+        for entry in outside
+    )
+    waiters = ", ".join(f"rank {entry['rank']} on {entry.get('node')}" for entry in waiting)
+    text = (
+        f"{where} stalled: no progress for {int(float(stall.get('seconds') or 0))} s outside any collective;"
+        f" {waiters} waited for {'it' if len(outside) == 1 else 'them'} in one"
+    )
+    return {**stall, "ranks": outside, "waiting": waiting, "text": text}

@@ -1025,6 +1025,38 @@ def test_a_stall_json_in_the_run_dir_is_read_and_names_the_root_cause(tmp_path: 
     assert summary["failure_detected_at"] == STALL_AT
 
 
+def py_spy_dump(*frames: str) -> str:
+    """A py-spy dump of a rank whose main thread holds ``frames`` (innermost first)."""
+    return "\n".join(["Process 27: python3 train.py", "", 'Thread 27 (idle): "MainThread"', *(f"    {f}" for f in frames)])
+
+
+def test_the_stalled_ranks_stack_dumps_are_read_and_name_the_rank_the_others_waited_for(tmp_path: Path) -> None:
+    """One rank asleep, the others waiting for it in an all_reduce: the watchdog names all three (they stopped within
+    a beat of each other); the dumps the rank wrappers wrote name the sleeper."""
+    stall = {
+        "kind": "stall",
+        "ranks": [{"rank": rank, "node": NAMES[rank], "state": "S"} for rank in range(3)],
+        "seconds": 21.4,
+        "text": "rank 0 on node1, rank 1 on node2, rank 2 on node3 stalled: no progress for 21 s",
+        "detected_at": STALL_AT,
+    }
+    write(tmp_path / "stall.json", json.dumps(stall))
+    waiting = py_spy_dump("all_reduce (torch/distributed/distributed_c10d.py:3252)", "<module> (train.py:12)")
+    for rank in (0, 2):
+        write(tmp_path / "nodes" / NAMES[rank] / "logs" / f"stack-rank-{rank}.txt", waiting)
+    write(tmp_path / "nodes" / "node2" / "logs" / "stack-rank-1.txt", py_spy_dump("<module> (train.py:11)"))
+
+    records = read_run_dir(tmp_path, NAMES)
+
+    assert records.rank_stacks[1].endswith("<module> (train.py:11)")
+    summary = summary_of(records, launcher_exit_code=None)
+    assert summary["root_cause_kind"] == "stall"
+    assert summary["failure_reasons"][0] == (
+        "rank 1 on node2 (at train.py:11, in <module>) stalled: no progress for 21 s outside any collective;"
+        " rank 0 on node1, rank 2 on node3 waited for it in one"
+    )
+
+
 @pytest.mark.parametrize("text", ["", "{not json", "[1, 2]"])
 def test_a_missing_or_broken_stall_json_is_no_stall(tmp_path: Path, text: str) -> None:
     if text:

@@ -9,7 +9,13 @@ import pytest
 
 from ansible_collections.multinode.training.plugins.module_utils import events, progress
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import BUSY_CPU_SECONDS
-from ansible_collections.multinode.training.plugins.module_utils.watchdog import Stall, Watchdog
+from ansible_collections.multinode.training.plugins.module_utils.watchdog import (
+    Stall,
+    Watchdog,
+    in_collective,
+    main_thread_frames,
+    narrowed_by_stacks,
+)
 
 TIMEOUT = 60.0
 NODES = {0: "node1", 1: "node2", 2: "node3"}
@@ -275,3 +281,84 @@ def test_a_beat_whose_cpu_grew_by_exactly_the_busy_threshold_is_progress() -> No
     dog.observe([beat(1, "S", 12.34)], 5.0)
     dog.observe([beat(1, "S", 12.44)], 50.0)  # grew by 0.10 CPU seconds, as the wrapper prints it
     assert dog.stalled(65.0) is None
+
+
+# The stacks' narrowing of a stall (watchdog.narrowed_by_stacks), from the rank wrappers' py-spy dumps.
+IN_ALL_REDUCE = (
+    'Thread 21 (idle): "MainThread"\n'
+    "    all_reduce (torch/distributed/distributed_c10d.py:3252)\n"
+    "    _exception_logger.<locals>.wrapper (torch/distributed/c10d_logger.py:83)\n"
+    "    <module> (train.py:12)\n"
+)
+IN_DDP_BACKWARD = (
+    'Thread 9 (idle): "MainThread"\n'
+    "    _engine_run_backward (/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py:768)\n"
+    "    backward (torch/_tensor.py:521)\n"
+    "    train (train.py:40)\n"
+)
+ASLEEP = 'Thread 27 (idle): "MainThread"\n    <module> (train.py:11)\n'
+PY_SPY_FAILED = "Wed Dec  2 15:30:08 UTC 2026\nno stack dump: py-spy failed or is not installed\n"
+
+
+def stall_of(*ranks: int, state: str = "S") -> dict[str, Any]:
+    return {
+        "kind": "stall",
+        "ranks": [{"rank": rank, "node": NODES[rank], "state": state} for rank in ranks],
+        "seconds": 61.2,
+        "text": "the watchdog's own words",
+        "detected_at": 100.0,
+    }
+
+
+def test_the_main_thread_s_frames_are_read_innermost_first_past_other_threads() -> None:
+    dump = 'Process 7: python3 train.py\n\nThread 8 (idle): "pt_autograd_0"\n    run (x.py:1)\n\n' + IN_ALL_REDUCE
+    frames = main_thread_frames(dump)
+    assert frames[0] == ("all_reduce", "torch/distributed/distributed_c10d.py:3252")
+    assert frames[-1] == ("<module>", "train.py:12")
+    assert main_thread_frames(PY_SPY_FAILED) == []
+
+
+def test_an_unnamed_first_thread_stands_for_the_main_thread() -> None:
+    assert main_thread_frames("Thread 0x7F3A (active)\n    step (train.py:5)\n") == [("step", "train.py:5")]
+
+
+@pytest.mark.parametrize(
+    ("dump", "waits"),
+    [(IN_ALL_REDUCE, True), (IN_DDP_BACKWARD, True), (ASLEEP, False)],
+)
+def test_a_frame_in_a_collective_s_files_is_a_wait_for_the_others(dump: str, waits: bool) -> None:
+    assert in_collective(main_thread_frames(dump)) is waits
+
+
+def test_the_rank_outside_the_collective_the_others_wait_in_is_blamed() -> None:
+    narrowed = narrowed_by_stacks(stall_of(0, 1, 2), {0: IN_ALL_REDUCE, 1: ASLEEP, 2: IN_DDP_BACKWARD})
+    assert narrowed["ranks"] == [{"rank": 1, "node": "node2", "state": "S"}]
+    assert [entry["rank"] for entry in narrowed["waiting"]] == [0, 2]
+    assert narrowed["text"] == (
+        "rank 1 on node2 (at train.py:11, in <module>) stalled: no progress for 61 s outside any collective;"
+        " rank 0 on node1, rank 2 on node3 waited for it in one"
+    )
+    assert narrowed["detected_at"] == 100.0
+
+
+def test_two_ranks_outside_are_both_blamed() -> None:
+    narrowed = narrowed_by_stacks(stall_of(0, 1, 2), {0: ASLEEP, 1: IN_ALL_REDUCE, 2: ASLEEP})
+    assert [entry["rank"] for entry in narrowed["ranks"]] == [0, 2]
+    assert narrowed["text"].endswith("rank 1 on node2 waited for them in one")
+
+
+@pytest.mark.parametrize(
+    ("stall", "stacks"),
+    [
+        pytest.param(stall_of(0, 1, 2), {0: IN_ALL_REDUCE, 1: IN_ALL_REDUCE, 2: IN_ALL_REDUCE}, id="all-in-one"),
+        pytest.param(stall_of(0, 1, 2), {0: ASLEEP, 1: ASLEEP, 2: ASLEEP}, id="none-in-one"),
+        pytest.param(stall_of(0, 1, 2), {0: IN_ALL_REDUCE, 1: PY_SPY_FAILED, 2: IN_ALL_REDUCE}, id="no-dump"),
+        pytest.param(stall_of(0, 1, 2), {0: IN_ALL_REDUCE, 2: IN_ALL_REDUCE}, id="dump-missing"),
+        pytest.param(stall_of(1, state="T"), {1: ASLEEP}, id="one-frozen"),
+        pytest.param(stall_of(0, 1, state="T"), {0: IN_ALL_REDUCE, 1: ASLEEP}, id="frozen"),
+    ],
+)
+def test_the_watchdog_s_blame_stands_when_the_stacks_cannot_narrow_it(
+    stall: dict[str, Any], stacks: dict[int, str]
+) -> None:
+    assert narrowed_by_stacks(stall, stacks) == stall
