@@ -40,7 +40,14 @@ class ActionModule(ActionBase):
             args["inputs"] = inputs_hash(self._values(self._loader, roles, host_vars), self._tarball(task_vars))
         if observed and _observes(observed, args):
             found = node_state.differences(observed["record"], args["inputs"], observed["parts"])
-            return {"changed": False, "unchanged": not found, "differences": found, "inputs": args["inputs"], "observed": True}
+            return {
+                "changed": False,
+                "unchanged": not found,
+                "differences": found,
+                "engine_down": node_state.engine_down(observed["parts"]),
+                "inputs": args["inputs"],
+                "observed": True,
+            }
         return self._execute_module(module_name="multinode.training.node_state", module_args=args, task_vars=task_vars)
 
     @staticmethod

@@ -133,6 +133,14 @@ def differences(record: Mapping[str, Any] | None, inputs: str, parts: Mapping[st
     return found
 
 
+def engine_down(parts: Mapping[str, str]) -> bool:
+    """Whether the node's container engine does not answer: a watched container or image reads ``no daemon`` (the
+    node restarted and its engine did not come back, or Docker was stopped), so no worker can run there."""
+    return any(
+        state == docker_api.missing(0) for name, state in parts.items() if name.startswith(("container ", "image "))
+    )
+
+
 def new_record(inputs: str, parts: Mapping[str, str]) -> dict[str, Any]:
     """The record a successful provisioning run leaves."""
     return {"version": RECORD_VERSION, "inputs": inputs, "parts": dict(parts)}

@@ -412,6 +412,11 @@ def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]
             continue
         if state.get("running", True):
             continue
+        if state.get("error") == "no daemon":
+            reason = f"{node}: its container engine does not answer (the node restarted without it, or Docker was"
+            reason += f" stopped), so its {what} cannot run; run playbooks/train.yml (or provision.yml)"
+            failures.append(_Failure(_NODE_DOWN, 0.0, reason, WORKER_LOST))
+            continue
         if not state.get("present", True):
             failures.append(
                 _Failure(_NODE_DOWN, 0.0, f"{node}: there is no {what} (removed; run the provisioning again)", WORKER_LOST)

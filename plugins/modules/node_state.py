@@ -108,6 +108,12 @@ differences:
   type: list
   elements: str
   sample: ["container sim-worker: running sha256:4f2... -> absent"]
+engine_down:
+  description:
+    - The node's container engine does not answer (a container of O(containers) or an image of O(images) reads
+      C(no daemon)); the node restarted without it, or Docker was stopped.
+  returned: always
+  type: bool
 inputs:
   description: The inputs hash compared or recorded.
   returned: always
@@ -145,7 +151,13 @@ def main() -> None:
         changed = True
         if not module.check_mode:
             node_state.write_record(params["path"], node_state.new_record(params["inputs"], parts))
-    module.exit_json(changed=changed, unchanged=not found, differences=found, inputs=params["inputs"])
+    module.exit_json(
+        changed=changed,
+        unchanged=not found,
+        differences=found,
+        engine_down=node_state.engine_down(parts),
+        inputs=params["inputs"],
+    )
 
 
 if __name__ == "__main__":

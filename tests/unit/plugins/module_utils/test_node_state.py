@@ -355,6 +355,29 @@ def test_differences_inputs_and_parts_together() -> None:
     assert found[1].startswith("process /run/x.pid: ")
 
 
+# --------------------------------------------------------------------------- engine_down
+
+
+def test_the_engine_is_down_when_a_watched_container_or_image_reads_no_daemon(tmp_path: Path) -> None:
+    parts = node_state.node_parts([], ["sim-worker"], ["multinode/training:latest"], [], str(tmp_path / "no.sock"))
+    assert node_state.engine_down(parts)
+    assert node_state.engine_down({"container sim-worker": "absent", "image x:1": "no daemon"})
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        {"container sim-worker": "stopped sha256:4f2", "image x:1": "sha256:4f2"},
+        {"container sim-worker": "absent", "image x:1": "absent"},
+        {"process /run/sshd.pid": "stopped", "files /etc/ssh": "absent"},
+        {},
+    ],
+)
+def test_a_stopped_or_removed_worker_is_no_engine_down(parts: dict[str, str]) -> None:
+    """A stopped or removed worker the job's restart can bring back; only an engine that does not answer stops it."""
+    assert not node_state.engine_down(parts)
+
+
 # --------------------------------------------------------------------------- records
 
 

@@ -932,6 +932,17 @@ def test_a_removed_worker_container_is_worker_lost() -> None:
     assert summary["failure_reasons"][0] == "node3: there is no worker container (removed; run the provisioning again)"
 
 
+def test_a_worker_whose_engine_does_not_answer_is_worker_lost_with_what_to_run() -> None:
+    """A node restarted without its Docker engine: the worker is not removed, it cannot run; train.yml starts it."""
+    states = {"node3": {"running": False, "present": False, "error": "no daemon", "what": "worker container"}}
+    summary = summary_of(make_records(rank_status(2, code=None)), worker_states=states, launcher_exit_code=1)
+    assert summary["root_cause_kind"] == "worker_lost"
+    assert summary["failure_reasons"][0] == (
+        "node3: its container engine does not answer (the node restarted without it, or Docker was stopped), so its"
+        " worker container cannot run; run playbooks/train.yml (or provision.yml)"
+    )
+
+
 def test_an_unreachable_node_is_the_root_cause_node_lost() -> None:
     records = make_records(rank_status(1, code=1, ended=T0 + 3), rank_status(2, code=None))
     states = {"node3": {"running": False, "unreachable": True, "what": "worker container"}}
