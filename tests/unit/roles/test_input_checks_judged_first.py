@@ -181,6 +181,14 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
             r"container_runtime_image_sha256",
         ),
     ),
+    (
+        "roles/cluster/tasks/drift.yml",
+        "Stop before any node changes when a node's container engine does not answer (its worker cannot run)",
+    ): Later(
+        "the node's container engine (launch.yml without train.yml)",
+        "not an input: the node's state, asked of it by launch.yml's drift check, the first task of its second play,"
+        " before anything changes (any_errors_fatal)",
+    ),
     (LOAD, "Check the node's tarball is the controller's"): Later(
         "the tarball shipped to the node",
         "verifies the copy shipped to the node against the controller's checksum; it exists only after the copy",
