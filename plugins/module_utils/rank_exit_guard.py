@@ -24,8 +24,10 @@ a failing rank may have a collective in flight that never ends, and destroying t
 It also records the world: each process group the rank initializes (backend, world size, rank) as it is
 initialized, and at the end which frameworks that form a world their own way (TensorFlow, Horovod, MPI) the rank
 imported, in ``<job_dir>/status/world-rank-<RANK>.json`` (:data:`WORLD_RECORD`): the run summary judges from them
-whether the ranks formed one world (world.py). Only the rank's own process records (the rank wrapper's child), not
-the Pythons it starts.
+whether the ranks formed one world (world.py). The rank's own process (the rank wrapper's child) records its
+groups and its end there; a process it starts (``torch.multiprocessing.spawn``, a fork, a Python it runs) records
+only the groups it initializes, in ``spawned-world-rank-<RANK>-<pid>.json`` (:data:`SPAWNED_WORLD_RECORD`): the
+multi-node pattern of pytorch/examples' ImageNet script, one process per node spawning the workers of one world.
 
 The rank wrapper (``rank.sh``) puts the directory holding this file, named ``sitecustomize.py``, first on every
 rank's ``PYTHONPATH``. Then the next ``sitecustomize`` on the path (the image's or the user's own) runs, as Python
@@ -65,6 +67,8 @@ C10D_MODULE = "torch.distributed.distributed_c10d"
 WRAPPER_PID_VARIABLE = "MULTINODE_RANK_WRAPPER_PID"
 # The world record of a rank, beside its status (rank_contract.py), relative to the job directory.
 WORLD_RECORD = "status/world-rank-{rank}.json"
+# The world record of a process the rank started (its groups only), relative to the job directory.
+SPAWNED_WORLD_RECORD = "status/spawned-world-rank-{rank}-{pid}.json"
 # When the rank's own code ended (epoch seconds), in its world record. A rank that fails ends its code before its
 # process ends (the interpreter's teardown closes its sockets), and the ranks its end breaks end theirs after that:
 # the run report orders failed ranks by it (run_report.py), where the process's end alone can come in either order.
@@ -230,14 +234,24 @@ def let_workers_settle() -> None:
 
 
 class WorldRecord:
-    """The rank's world record (:data:`WORLD_RECORD`): the groups it initialized, then what it imported."""
+    """The rank's world record (:data:`WORLD_RECORD`): the groups it initialized, then what it imported; or, for a
+    process the rank started (``spawned``), the groups that process initialized (:data:`SPAWNED_WORLD_RECORD`)."""
 
-    def __init__(self, path: str, rank: int) -> None:
-        self.path = path
-        self.content: dict[str, Any] = {"rank": rank, "groups": []}
+    def __init__(self, job_dir: str, rank: int, spawned: bool = False) -> None:
+        self.job_dir, self.rank = job_dir, rank
+        self.pid, self.path, self.content = self._start(spawned)
+
+    def _start(self, spawned: bool) -> tuple[int, str, dict[str, Any]]:
+        """This process's id, the path of its record and the record's content before any group."""
+        pid = os.getpid()
+        path = os.path.join(self.job_dir, (SPAWNED_WORLD_RECORD if spawned else WORLD_RECORD).format(rank=self.rank, pid=pid))
+        return pid, path, {"rank": self.rank, "groups": [], **({"spawned": True} if spawned else {})}
 
     def add_group(self, distributed: ModuleType) -> None:
-        """Record the default group ``distributed`` (torch.distributed) has just initialized."""
+        """Record the default group ``distributed`` (torch.distributed) has just initialized; in a process forked
+        from the one the record is of (multiprocessing's fork), as a record of its own."""
+        if os.getpid() != self.pid:
+            self.pid, self.path, self.content = self._start(spawned=True)
         self.content["groups"].append(
             {
                 "backend": str(distributed.get_backend()),
@@ -251,7 +265,10 @@ class WorldRecord:
         """Record the rank's end: whether it imported torch, the frameworks of :data:`OTHER_WORLDS` it imported,
         when its own code ended (``now``, epoch seconds: the script and its ``atexit`` callbacks are done, the
         interpreter's teardown has not begun), the exit status it ended with (``status``, None where unknown) and
-        whether it ended on a peer that had gone (``lost_peer``, :func:`lost_a_peer`)."""
+        whether it ended on a peer that had gone (``lost_peer``, :func:`lost_a_peer`). Nothing in a process forked
+        from the rank's (its end is not the rank's)."""
+        if os.getpid() != self.pid or self.content.get("spawned"):
+            return
         self.content["torch"] = "torch" in modules
         self.content["other_worlds"] = sorted(name for name in OTHER_WORLDS if name in modules)
         self.content["ended"] = True
@@ -317,16 +334,20 @@ class AfterImport(importlib.abc.MetaPathFinder):
 
 
 def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None:
-    """Record this process's world if it is a rank (the rank wrapper's child, with a RANK)."""
+    """Record this process's world if it is a rank (the rank wrapper's child, with a RANK), or the groups it
+    initializes if a rank started it (a process under a rank wrapper, not its child)."""
     rank = environ.get("RANK", "")
-    if environ.get(WRAPPER_PID_VARIABLE) != str(parent_pid) or not rank.isdigit():
+    if not environ.get(WRAPPER_PID_VARIABLE) or not rank.isdigit():
         return
-    record = WorldRecord(os.path.join(job_dir, WORLD_RECORD.format(rank=rank)), int(rank))
+    spawned = environ[WRAPPER_PID_VARIABLE] != str(parent_pid)
+    record = WorldRecord(job_dir, int(rank), spawned=spawned)
 
     def patch(c10d: ModuleType) -> None:
         c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
 
     sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
+    if spawned:
+        return
 
     def add_end() -> None:
         last_exception = getattr(sys, "last_value", None)

@@ -104,6 +104,8 @@ class RunRecords:
     stall: dict[str, Any] = field(default_factory=dict)  # the watchdog's stall.json, when it stopped the job
     world: dict[int, dict[str, Any]] = field(default_factory=dict)  # each rank's world record (world.py)
     rank_stacks: dict[int, str] = field(default_factory=dict)  # the rank wrapper's py-spy dump of an idle rank
+    # The world records of the processes each rank started (world.py), rank -> records.
+    spawned_world: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
@@ -122,6 +124,10 @@ def read_run_dir(run_dir: Path, node_names: list[str]) -> RunRecords:
             record = _json_object(_read(path))
             if isinstance(record.get("rank"), int):
                 records.world[record["rank"]] = record
+        for path in sorted(status_dir.glob(world.SPAWNED_WORLD_RECORD_GLOB)):
+            record = _json_object(_read(path))
+            if isinstance(record.get("rank"), int):
+                records.spawned_world.setdefault(record["rank"], []).append(record)
         for path in sorted(logs.glob("rank-*.log")):
             rank = path.stem[len("rank-") :]
             if rank.isdigit():
@@ -710,7 +716,7 @@ def run_summary(params: dict[str, Any]) -> dict[str, Any]:
         stragglers=read_stragglers(run_dir),
         scheduler=params.get("scheduler") or None,
     )
-    world.judge(summary, records.world, params.get("world_check", "fail"))
+    world.judge(summary, records.world, params.get("world_check", "fail"), records.spawned_world)
     _judge_scheduler(summary)
     return summary
 

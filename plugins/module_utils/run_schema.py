@@ -149,12 +149,14 @@ _SSH: dict[str, dict[str, Any]] = {
     "world": _key(
         "Whether the ranks formed one world (`launcher_world_check`): `formed` (true, false, or null where it cannot"
         " be judged: ranks that form their world without torch.distributed, or left no record), `text` (why not) and"
-        " `group_sizes` (each rank's process groups, by world size).",
+        " `group_sizes` (each rank's process groups, by world size); `spawned_worlds` when processes the ranks started"
+        " (torch.multiprocessing.spawn, say) initialized groups: how many of them initialized one, by its world size.",
         type="object",
         properties={
             "formed": {"type": ["boolean", "null"]},
             "text": {"type": ["string", "null"]},
             "group_sizes": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+            "spawned_worlds": {"type": "object", "additionalProperties": {"type": "integer"}},
         },
         required=["formed", "text", "group_sizes"],
     ),

@@ -8,10 +8,13 @@ Every Python rank records, through the rank exit guard (rank_exit_guard.py), eac
 way (TensorFlow, Horovod, MPI, JAX) it imported. A job whose ranks all exited 0 may still have trained each node
 alone: a trainer whose node count defaults to one gives every node a world of its own ranks, or none at all.
 
-The world formed when every rank initialized a group of the job's world size. It did not when no rank did and the
-ranks are torch ranks that ended (they imported torch, no other framework): that is judged, and named with its likely
-cause. Ranks that form their world another way, ranks that left no record (not Python, or not the wrapper's own
-process) and ranks that did not end are not judged.
+The world formed when every rank initialized a group of the job's world size; or when the processes the ranks
+started (``spawned``: one process per node spawning its workers, as pytorch/examples' ImageNet script does) formed
+one world together: each rank started a member of it, and its members' group ranks are each of its ranks once. It
+did not when no rank did and the ranks are torch ranks that ended (they imported torch, no other framework): that
+is judged, and named with its likely cause; so are processes the ranks started that formed separate worlds (each
+node's on its own, say). Ranks that form their world another way, ranks that left no record (not Python) and ranks
+that did not end are not judged.
 
 Pure Python (no Ansible imports) so it can be unit tested on its own.
 """
@@ -23,6 +26,7 @@ from typing import Any, Mapping
 from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard import SCRIPT_ENDED
 
 WORLD_RECORD_GLOB = "world-rank-*.json"
+SPAWNED_WORLD_RECORD_GLOB = "spawned-world-rank-*.json"  # rank_exit_guard.SPAWNED_WORLD_RECORD
 # launcher_world_check: what a run whose ranks did not form one world is.
 WORLD_CHECKS = ("fail", "warn", "off")
 WORLD = "world"  # the root cause kind of such a run (never restarted: the same script would do the same again)
@@ -37,16 +41,72 @@ def _group_sizes(record: Mapping[str, Any]) -> list[int]:
     return [int(group["world_size"]) for group in record.get("groups") or [] if isinstance(group, Mapping)]
 
 
-def verdict(records: Mapping[int, Mapping[str, Any]], world_size: int) -> dict[str, Any]:
+def verdict(
+    records: Mapping[int, Mapping[str, Any]],
+    world_size: int,
+    spawned: Mapping[int, list[Mapping[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """``{"formed": True | False | None, "text": ..., "group_sizes": {rank: [sizes]}}`` for a run of ``world_size``
-    ranks from its ranks' world records (rank -> record); ``formed`` is None where nothing is judged."""
+    ranks from its ranks' world records (rank -> record) and the records of the processes they started (rank ->
+    records); ``formed`` is None where nothing is judged. ``spawned_worlds`` (size -> members) when those processes
+    initialized groups."""
     sizes = {rank: _group_sizes(record) for rank, record in sorted(records.items())}
-    shown = {str(rank): found for rank, found in sizes.items()}
+    shown: dict[str, Any] = {"group_sizes": {str(rank): found for rank, found in sizes.items()}}
     joined = [rank for rank, found in sizes.items() if world_size in found]
     if len(joined) == world_size:
-        return {"formed": True, "text": None, "group_sizes": shown}
-    text = _not_formed(records, sizes, world_size)
-    return {"formed": False if text else None, "text": text, "group_sizes": shown}
+        return {"formed": True, "text": None, **shown}
+    members = _spawned_members(spawned or {})
+    if members:
+        shown["spawned_worlds"] = {str(size): len(ranks) for size, ranks in sorted(members.items())}
+        if _one_spawned_world(spawned or {}, members, world_size):
+            return {"formed": True, "text": None, **shown}
+        text: str | None = _separate_worlds(members, world_size)
+    else:
+        text = _not_formed(records, sizes, world_size)
+    return {"formed": False if text else None, "text": text, **shown}
+
+
+def _spawned_members(spawned: Mapping[int, list[Mapping[str, Any]]]) -> dict[int, list[int]]:
+    """Group size -> the group ranks of the started processes that initialized a group of that size (each process
+    once per size, however often it initialized one)."""
+    members: dict[int, list[int]] = {}
+    for records in spawned.values():
+        for record in records:
+            groups = {
+                (int(group["world_size"]), int(group["rank"]))
+                for group in record.get("groups") or []
+                if isinstance(group, Mapping)
+            }
+            for size, rank in groups:
+                members.setdefault(size, []).append(rank)
+    return members
+
+
+def _one_spawned_world(
+    spawned: Mapping[int, list[Mapping[str, Any]]], members: Mapping[int, list[int]], world_size: int
+) -> bool:
+    """Whether the started processes formed one world spanning the job: a size whose members' group ranks are each
+    of its ranks once, with a member started by every one of the job's ranks."""
+    for size, ranks in members.items():
+        started_by = {
+            rank
+            for rank, records in spawned.items()
+            if any(size in _group_sizes(record) for record in records)
+        }
+        if sorted(ranks) == list(range(size)) and len(started_by) == world_size:
+            return True
+    return False
+
+
+def _separate_worlds(members: Mapping[int, list[int]], world_size: int) -> str:
+    """What the started processes formed instead of one world spanning the job's ranks."""
+    shown = ", ".join(
+        f"{max(1, round(len(ranks) / size))} of {size} ranks" for size, ranks in sorted(members.items())
+    )
+    return (
+        f"the processes the ranks started formed separate groups ({shown}), not one world spanning the job's"
+        f" {world_size} ranks: each node's processes may have met on their own (a localhost address), or {_LIKELY_CAUSE}"
+    )
 
 
 def _not_formed(records: Mapping[int, Mapping[str, Any]], sizes: Mapping[int, list[int]], world_size: int) -> str | None:
@@ -74,13 +134,19 @@ def script_end_times(records: Mapping[int, Mapping[str, Any]], ranks: list[int])
     return {rank: float(time) for rank, time in times.items()}
 
 
-def judge(summary: dict[str, Any], records: Mapping[int, Mapping[str, Any]], world_check: str) -> None:
+def judge(
+    summary: dict[str, Any],
+    records: Mapping[int, Mapping[str, Any]],
+    world_check: str,
+    spawned: Mapping[int, list[Mapping[str, Any]]] | None = None,
+) -> None:
     """Add the ``world`` key to a run's ``summary``; a run that otherwise succeeded fails when its ranks did not form
     one world and ``world_check`` is ``fail`` (``warn``: the verdict is said, the status stays; ``off``: no verdict).
+    ``spawned``: the world records of the processes the ranks started (rank -> records).
     """
     if world_check == "off":
         return
-    found = verdict(records, int(summary["world_size"]))
+    found = verdict(records, int(summary["world_size"]), spawned)
     summary["world"] = found
     if found["formed"] is False and world_check == "fail" and summary["status"] == "succeeded":
         summary.update(status="failed", failure_reasons=[found["text"]], root_cause_kind=WORLD)

@@ -37,11 +37,13 @@ class Restart(TypedDict):
 
 
 class World(TypedDict):
-    """Whether the ranks formed one world (``launcher_world_check``): ``formed`` is None where it cannot be judged."""
+    """Whether the ranks formed one world (``launcher_world_check``): ``formed`` is None where it cannot be judged;
+    ``spawned_worlds`` only when processes the ranks started initialized groups."""
 
     formed: bool | None
     text: str | None
     group_sizes: dict[str, list[int]]
+    spawned_worlds: NotRequired[dict[str, int]]
 
 
 class Summary(TypedDict):

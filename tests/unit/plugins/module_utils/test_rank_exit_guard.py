@@ -420,8 +420,41 @@ def test_a_group_recorded_before_a_killed_rank_ends_stays_recorded(site: dict[st
     assert world_record(site) == {"rank": 1, "groups": [{"backend": "gloo", "world_size": 1, "rank": 1}]}
 
 
-def test_only_the_wrappers_own_child_records(site: dict[str, Path]) -> None:
+def spawned_records(site: dict[str, Path], rank: int = 1) -> list[dict[str, object]]:
+    return [json.loads(path.read_text()) for path in sorted((site["root"] / "status").glob(f"spawned-world-rank-{rank}-*.json"))]
+
+
+def test_a_process_a_rank_started_records_its_groups_only(site: dict[str, Path]) -> None:
+    """A Python the rank started (torch.multiprocessing.spawn's way: a new interpreter, the rank's environment): its
+    groups in a record of its own, no end, and the rank's own record untouched."""
     result = run_script(site, TRAIN.format(backend="gloo"), env={"RANK": "1", rank_contract.WRAPPER_PID_VARIABLE: "1"})
+    assert result.returncode == 0, result.stderr
+    assert not (site["root"] / "status" / "world-rank-1.json").exists()
+    assert spawned_records(site) == [{"rank": 1, "groups": [{"backend": "gloo", "world_size": 1, "rank": 1}], "spawned": True}]
+
+
+def test_a_process_forked_from_the_rank_records_its_groups_apart_and_leaves_the_rank_s_end(site: dict[str, Path]) -> None:
+    """multiprocessing's fork: the child inherits the rank's record; its group goes to a record of its own, and its
+    end (a normal exit runs the inherited atexit callbacks) is not recorded as the rank's."""
+    body = (
+        "import os, sys\n"
+        "import torch.distributed as dist\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    dist.init_process_group('gloo')\n"
+        "    sys.exit(7)\n"
+        "os.waitpid(child, 0)\n"
+        "print('rank done', flush=True)\n"
+    )
+    result = run_rank(site, body, STAND_IN_WORLD_SIZE="4")
+    assert result.returncode == 0, result.stderr
+    rank_record = world_record(site)
+    assert (rank_record["groups"], rank_record["ended"], rank_record[EXIT_STATUS]) == ([], True, None)
+    assert spawned_records(site) == [{"rank": 1, "groups": [{"backend": "gloo", "world_size": 4, "rank": 1}], "spawned": True}]
+
+
+def test_a_process_outside_any_rank_wrapper_records_nothing(site: dict[str, Path]) -> None:
+    result = run_script(site, TRAIN.format(backend="gloo"), env={"RANK": "1"})
     assert result.returncode == 0, result.stderr
     assert not list((site["root"] / "status").iterdir())
 

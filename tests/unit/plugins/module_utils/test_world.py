@@ -41,6 +41,49 @@ def test_ranks_that_formed_one_group_per_node_did_not_form_the_world() -> None:
     assert found["text"].startswith("the ranks formed groups of 2 ranks, not one world of 6")
 
 
+def spawned(size: int, *group_ranks: int) -> list[dict[str, Any]]:
+    """The records of the processes one rank started, each with a group of ``size`` at one of ``group_ranks``."""
+    return [
+        {"rank": 0, "groups": [{"backend": "gloo", "world_size": size, "rank": rank}], "spawned": True}
+        for rank in group_ranks
+    ]
+
+
+def test_processes_the_ranks_started_that_formed_one_world_across_the_nodes_formed_it() -> None:
+    """pytorch/examples' ImageNet script with --multiprocessing-distributed: one rank per node, which spawns 2
+    workers; the 6 workers of 3 nodes join one world (group ranks 0-5). The ranks' own processes initialized none."""
+    found = world.verdict({rank: ended() for rank in range(3)}, 3, {0: spawned(6, 0, 1), 1: spawned(6, 2, 3), 2: spawned(6, 4, 5)})
+    assert found == {
+        "formed": True,
+        "text": None,
+        "group_sizes": {"0": [], "1": [], "2": []},
+        "spawned_worlds": {"6": 6},
+    }
+
+
+def test_processes_of_each_node_that_met_on_their_own_did_not_form_the_world() -> None:
+    """The DDP tutorial's mp.spawn on localhost, run on 3 nodes: each node's 2 workers form a world of their own."""
+    found = world.verdict({rank: ended() for rank in range(3)}, 3, {rank: spawned(2, 0, 1) for rank in range(3)})
+    assert found["formed"] is False
+    assert found["text"].startswith(
+        "the processes the ranks started formed separate groups (3 of 2 ranks), not one world spanning the job's 3 ranks"
+    )
+    assert found["spawned_worlds"] == {"2": 6}
+
+
+def test_a_world_the_started_processes_formed_without_one_rank_s_is_not_the_job_s() -> None:
+    """One world of 4, from the processes of ranks 0 and 1 only: rank 2's node took no part."""
+    found = world.verdict({rank: ended() for rank in range(3)}, 3, {0: spawned(4, 0, 1), 1: spawned(4, 2, 3), 2: spawned(1, 0)})
+    assert found["formed"] is False
+    assert "(1 of 1 ranks, 1 of 4 ranks)" in found["text"]
+
+
+def test_a_process_that_initialized_its_group_again_counts_once() -> None:
+    again = [{"rank": 0, "groups": [group(2), group(2)], "spawned": True}]
+    found = world.verdict({0: ended(), 1: ended()}, 2, {0: again, 1: [{"rank": 1, "groups": [{**group(2), "rank": 1}], "spawned": True}]})
+    assert found["formed"] is True
+
+
 @pytest.mark.parametrize("framework", ["tensorflow", "horovod", "mpi4py", "jax"])
 def test_ranks_that_form_their_world_another_way_are_not_judged(framework: str) -> None:
     records = {rank: ended(other_worlds=[framework] if rank == 1 else []) for rank in range(3)}
