@@ -46,7 +46,7 @@ COLLECTIVE_FILES = (
     "mpi4py/",
 )
 # py-spy dump's lines: a thread's header, then its frames innermost first, e.g. "    all_reduce (torch/x.py:3252)".
-_THREAD_HEADER = re.compile(r'^Thread \S+ \(\w+\)(?:: "(?P<name>[^"]*)")?')
+_THREAD_HEADER = re.compile(r'^Thread \S+ \([^)]*\)(?:: "(?P<name>[^"]*)")?')  # (idle), (active+gil), ...
 _FRAME = re.compile(r"^ {4}(?P<function>\S.*?) \((?P<place>[^()]+:\d+)\)$")
 
 

@@ -322,6 +322,11 @@ def test_an_unnamed_first_thread_stands_for_the_main_thread() -> None:
     assert main_thread_frames("Thread 0x7F3A (active)\n    step (train.py:5)\n") == [("step", "train.py:5")]
 
 
+def test_a_main_thread_holding_the_gil_is_read_too() -> None:
+    dump = 'Thread 4 (idle): "pt_autograd_0"\n    run (x.py:1)\nThread 3 (active+gil): "MainThread"\n    spin (train.py:9)\n'
+    assert main_thread_frames(dump) == [("spin", "train.py:9")]
+
+
 @pytest.mark.parametrize(
     ("dump", "waits"),
     [(IN_ALL_REDUCE, True), (IN_DDP_BACKWARD, True), (ASLEEP, False)],
