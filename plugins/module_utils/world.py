@@ -48,8 +48,8 @@ def verdict(
 ) -> dict[str, Any]:
     """``{"formed": True | False | None, "text": ..., "group_sizes": {rank: [sizes]}}`` for a run of ``world_size``
     ranks from its ranks' world records (rank -> record) and the records of the processes they started (rank ->
-    records); ``formed`` is None where nothing is judged. ``spawned_worlds`` (size -> members) when those processes
-    initialized groups."""
+    records); ``formed`` is None where nothing is judged. ``spawned_worlds`` (size -> how many processes) when those
+    processes initialized groups."""
     sizes = {rank: _group_sizes(record) for rank, record in sorted(records.items())}
     shown: dict[str, Any] = {"group_sizes": {str(rank): found for rank, found in sizes.items()}}
     joined = [rank for rank, found in sizes.items() if world_size in found]
