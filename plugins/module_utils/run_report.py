@@ -39,6 +39,7 @@ from ansible_collections.multinode.training.plugins.module_utils.rank_exit_guard
 )
 from ansible_collections.multinode.training.plugins.module_utils import world
 from ansible_collections.multinode.training.plugins.module_utils import watchdog
+from ansible_collections.multinode.training.plugins.module_utils import docker_api
 
 _DECODER = json.JSONDecoder()
 STALL_FILE = "stall.json"  # the watchdog's finding in the run directory (job_wait)
@@ -418,7 +419,7 @@ def _worker_failures(worker_states: dict[str, dict[str, Any]]) -> list[_Failure]
             continue
         if state.get("running", True):
             continue
-        if state.get("error") == "no daemon":
+        if state.get("error") == docker_api.missing(0):  # container_details: the engine's socket did not answer
             reason = f"{node}: its container engine does not answer (the node restarted without it, or Docker was"
             reason += f" stopped), so its {what} cannot run; run playbooks/train.yml (or provision.yml)"
             failures.append(_Failure(_NODE_DOWN, 0.0, reason, WORKER_LOST))

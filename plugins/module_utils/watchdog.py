@@ -177,8 +177,9 @@ def narrowed_by_stacks(stall: Mapping[str, Any], stacks: Mapping[int, str]) -> d
     frames = {entry["rank"]: main_thread_frames(stacks.get(entry["rank"], "")) for entry in named}
     if len(named) < 2 or any(entry.get("state") in FROZEN_STATES for entry in named) or not all(frames.values()):
         return dict(stall)
-    outside = [entry for entry in named if not in_collective(frames[entry["rank"]])]
-    waiting = [entry for entry in named if in_collective(frames[entry["rank"]])]
+    waits = {rank: in_collective(rank_frames) for rank, rank_frames in frames.items()}
+    outside = [entry for entry in named if not waits[entry["rank"]]]
+    waiting = [entry for entry in named if waits[entry["rank"]]]
     if not outside or not waiting:
         return dict(stall)
     where = ", ".join(

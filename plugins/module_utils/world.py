@@ -57,8 +57,8 @@ def verdict(
         return {"formed": True, "text": None, **shown}
     members = _spawned_members(spawned or {})
     if members:
-        shown["spawned_worlds"] = {str(size): len(ranks) for size, ranks in sorted(members.items())}
-        if _one_spawned_world(spawned or {}, members, world_size):
+        shown["spawned_worlds"] = {str(size): len(joined_by) for size, joined_by in sorted(members.items())}
+        if any(_one_world(size, joined_by, world_size) for size, joined_by in members.items()):
             return {"formed": True, "text": None, **shown}
         text: str | None = _separate_worlds(members, world_size)
     else:
@@ -66,42 +66,34 @@ def verdict(
     return {"formed": False if text else None, "text": text, **shown}
 
 
-def _spawned_members(spawned: Mapping[int, list[Mapping[str, Any]]]) -> dict[int, list[int]]:
-    """Group size -> the group ranks of the started processes that initialized a group of that size (each process
-    once per size, however often it initialized one)."""
-    members: dict[int, list[int]] = {}
-    for records in spawned.values():
+def _spawned_members(spawned: Mapping[int, list[Mapping[str, Any]]]) -> dict[int, list[tuple[int, int]]]:
+    """Group size -> (the job's rank that started it, its group rank) of each started process that initialized a
+    group of that size (each process once per size, however often it initialized one)."""
+    members: dict[int, list[tuple[int, int]]] = {}
+    for job_rank, records in spawned.items():
         for record in records:
             groups = {
                 (int(group["world_size"]), int(group["rank"]))
                 for group in record.get("groups") or []
                 if isinstance(group, Mapping)
             }
-            for size, rank in groups:
-                members.setdefault(size, []).append(rank)
+            for size, group_rank in groups:
+                members.setdefault(size, []).append((job_rank, group_rank))
     return members
 
 
-def _one_spawned_world(
-    spawned: Mapping[int, list[Mapping[str, Any]]], members: Mapping[int, list[int]], world_size: int
-) -> bool:
-    """Whether the started processes formed one world spanning the job: a size whose members' group ranks are each
-    of its ranks once, with a member started by every one of the job's ranks."""
-    for size, ranks in members.items():
-        started_by = {
-            rank
-            for rank, records in spawned.items()
-            if any(size in _group_sizes(record) for record in records)
-        }
-        if sorted(ranks) == list(range(size)) and len(started_by) == world_size:
-            return True
-    return False
+def _one_world(size: int, joined_by: list[tuple[int, int]], world_size: int) -> bool:
+    """Whether the started processes in groups of ``size`` formed one world spanning the job: their group ranks are
+    each of its ranks once, and every one of the job's ranks started a member."""
+    return sorted(group_rank for _job_rank, group_rank in joined_by) == list(range(size)) and len(
+        {job_rank for job_rank, _group_rank in joined_by}
+    ) == world_size
 
 
-def _separate_worlds(members: Mapping[int, list[int]], world_size: int) -> str:
+def _separate_worlds(members: Mapping[int, list[tuple[int, int]]], world_size: int) -> str:
     """What the started processes formed instead of one world spanning the job's ranks."""
     shown = ", ".join(
-        f"{max(1, round(len(ranks) / size))} of {size} ranks" for size, ranks in sorted(members.items())
+        f"{max(1, round(len(joined_by) / size))} of {size} ranks" for size, joined_by in sorted(members.items())
     )
     return (
         f"the processes the ranks started formed separate groups ({shown}), not one world spanning the job's"
