@@ -22,8 +22,9 @@ exception, ``os._exit``, a signal, a normal end) gives the status Python gives i
 a failing rank may have a collective in flight that never ends, and destroying the group would wait for it.
 
 It also records the world: each process group the rank initializes (backend, world size, rank) as it is
-initialized, and at the end which frameworks that form a world their own way (TensorFlow, Horovod, MPI) the rank
-imported, in ``<job_dir>/status/world-rank-<RANK>.json`` (:data:`WORLD_RECORD`): the run summary judges from them
+initialized (``torch.distributed``'s ``init_process_group``; Horovod's ``hvd.init()`` in any of its frameworks; MPI's
+``COMM_WORLD`` once mpi4py initialized it, with the MPI library's name), and at the end which frameworks that form a
+world their own way (TensorFlow, Horovod, MPI, JAX) the rank imported, in ``<job_dir>/status/world-rank-<RANK>.json`` (:data:`WORLD_RECORD`): the run summary judges from them
 whether the ranks formed one world (world.py). The rank's own process (the rank wrapper's child) records its
 groups and its end there; a process it starts (``torch.multiprocessing.spawn``, a fork, a Python it runs) records
 only the groups it initializes, in ``spawned-world-rank-<RANK>-<pid>.json`` (:data:`SPAWNED_WORLD_RECORD`): the
@@ -63,6 +64,11 @@ WORKERS_END_SECONDS = 0.5
 WORKERS_POLL_SECONDS = 0.01
 # The module that defines init_process_group (torch.distributed re-exports it).
 C10D_MODULE = "torch.distributed.distributed_c10d"
+# The module whose HorovodBasics.init is every Horovod framework's hvd.init (each binds it when it is imported).
+HOROVOD_BASICS_MODULE = "horovod.common.basics"
+# mpi4py's MPI: importing it initializes MPI (unless mpi4py.rc.initialize is off; then MPI.Init or Init_thread does).
+MPI4PY_MODULE = "mpi4py.MPI"
+MPI_INIT_FUNCTIONS = ("Init", "Init_thread")
 # The rank wrapper's pid (rank.sh exports it): the process it started is the rank, whose world is recorded.
 WRAPPER_PID_VARIABLE = "MULTINODE_RANK_WRAPPER_PID"
 # The world record of a rank, beside its status (rank_contract.py), relative to the job directory.
@@ -247,18 +253,13 @@ class WorldRecord:
         path = os.path.join(self.job_dir, (SPAWNED_WORLD_RECORD if spawned else WORLD_RECORD).format(rank=self.rank, pid=pid))
         return pid, path, {"rank": self.rank, "groups": [], **({"spawned": True} if spawned else {})}
 
-    def add_group(self, distributed: ModuleType) -> None:
-        """Record the default group ``distributed`` (torch.distributed) has just initialized; in a process forked
-        from the one the record is of (multiprocessing's fork), as a record of its own."""
+    def add_group(self, group: dict[str, Any]) -> None:
+        """Record a group this process has just initialized (:func:`torch_group`, :func:`horovod_group`,
+        :func:`mpi_group`); in a process forked from the one the record is of (multiprocessing's fork), as a record of
+        its own."""
         if os.getpid() != self.pid:
             self.pid, self.path, self.content = self._start(spawned=True)
-        self.content["groups"].append(
-            {
-                "backend": str(distributed.get_backend()),
-                "world_size": int(distributed.get_world_size()),
-                "rank": int(distributed.get_rank()),
-            }
-        )
+        self.content["groups"].append(group)
         self.write()
 
     def add_end(self, modules: Container[str], now: float, status: Optional[int], lost_peer: bool) -> None:
@@ -288,20 +289,67 @@ class WorldRecord:
             sys.stderr.write(f"multinode.training rank exit guard: could not record the rank's world: {exc}\n")
 
 
-def recording_groups(init_process_group: Callable[..., Any], distributed: ModuleType, record: WorldRecord) -> Callable[..., Any]:
-    """``init_process_group`` that records the group it initialized; the script sees its result and errors as they
-    are, and a failure to record never fails it."""
+def torch_group(distributed: ModuleType) -> dict[str, Any]:
+    """The default group ``distributed`` (torch.distributed) holds."""
+    return {
+        "backend": str(distributed.get_backend()),
+        "world_size": int(distributed.get_world_size()),
+        "rank": int(distributed.get_rank()),
+    }
 
-    @functools.wraps(init_process_group)
-    def init_recorded(*args: Any, **kwargs: Any) -> Any:
-        result = init_process_group(*args, **kwargs)
-        try:
-            record.add_group(distributed)
-        except Exception as exc:  # pylint: disable=broad-exception-caught
-            sys.stderr.write(f"multinode.training rank exit guard: could not read the process group: {exc}\n")
+
+def horovod_group(basics: Any) -> dict[str, Any]:
+    """The world a Horovod framework's ``basics`` (a HorovodBasics, once its ``init`` ran) joined."""
+    return {"backend": "horovod", "world_size": int(basics.size()), "rank": int(basics.rank())}
+
+
+def mpi_group(mpi: ModuleType) -> dict[str, Any]:
+    """MPI's ``COMM_WORLD`` as mpi4py's ``mpi`` (mpi4py.MPI, initialized) sees it, with the name of the MPI library it
+    loaded (the first part of its version line: "Open MPI v4.1.4", "Intel(R) MPI Library 2021.18 for Linux* OS")."""
+    library = str(mpi.Get_library_version()).strip().splitlines()[0].split(",")[0].strip()
+    world = mpi.COMM_WORLD
+    return {"backend": "mpi", "world_size": int(world.Get_size()), "rank": int(world.Get_rank()), "library": library}
+
+
+def add_group_said(record: WorldRecord, read_group: Callable[[], dict[str, Any]]) -> None:
+    """Record the group ``read_group`` reads; a failure to read or record it is said, never raised."""
+    try:
+        record.add_group(read_group())
+    except Exception as exc:  # pylint: disable=broad-exception-caught
+        sys.stderr.write(f"multinode.training rank exit guard: could not read the group the rank joined: {exc}\n")
+
+
+def recording_after(initialize: Callable[..., Any], record: WorldRecord, read_group: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
+    """``initialize`` that then records the group ``read_group`` reads from the same arguments; the script sees its
+    result and errors as they are, and a failure to record never fails it."""
+
+    @functools.wraps(initialize)
+    def initialize_recorded(*args: Any, **kwargs: Any) -> Any:
+        result = initialize(*args, **kwargs)
+        add_group_said(record, lambda: read_group(*args))
         return result
 
-    return init_recorded
+    return initialize_recorded
+
+
+def patch_c10d(record: WorldRecord, c10d: ModuleType) -> None:
+    """Record each default group ``init_process_group`` initializes."""
+    c10d.init_process_group = recording_after(c10d.init_process_group, record, lambda *_: torch_group(c10d))
+
+
+def patch_horovod(record: WorldRecord, basics_module: ModuleType) -> None:
+    """Record the world each ``hvd.init()`` joins (HorovodBasics.init, before a framework binds it)."""
+    basics = basics_module.HorovodBasics
+    basics.init = recording_after(basics.init, record, horovod_group)
+
+
+def patch_mpi(record: WorldRecord, mpi: ModuleType) -> None:
+    """Record MPI's world now if importing mpi4py.MPI initialized it, else once the script initializes it."""
+    if mpi.Is_initialized():
+        add_group_said(record, lambda: mpi_group(mpi))
+        return
+    for name in MPI_INIT_FUNCTIONS:
+        setattr(mpi, name, recording_after(getattr(mpi, name), record, lambda *_: mpi_group(mpi)))
 
 
 class AfterImport(importlib.abc.MetaPathFinder):
@@ -342,10 +390,8 @@ def record_world(job_dir: str, environ: dict[str, str], parent_pid: int) -> None
     spawned = environ[WRAPPER_PID_VARIABLE] != str(parent_pid)
     record = WorldRecord(job_dir, int(rank), spawned=spawned)
 
-    def patch(c10d: ModuleType) -> None:
-        c10d.init_process_group = recording_groups(c10d.init_process_group, c10d, record)
-
-    sys.meta_path.insert(0, AfterImport(C10D_MODULE, patch))
+    for name, patch in ((C10D_MODULE, patch_c10d), (HOROVOD_BASICS_MODULE, patch_horovod), (MPI4PY_MODULE, patch_mpi)):
+        sys.meta_path.insert(0, AfterImport(name, functools.partial(patch, record)))
     if spawned:
         return
 

@@ -4,17 +4,20 @@
 """Whether a run's ranks formed one world: the verdict on the ranks' world records.
 
 Every Python rank records, through the rank exit guard (rank_exit_guard.py), each process group it initialized
-(backend, world size) and, at its end, whether it imported torch and which frameworks that form a world their own
-way (TensorFlow, Horovod, MPI, JAX) it imported. A job whose ranks all exited 0 may still have trained each node
+(backend, world size: torch.distributed's, Horovod's ``hvd.init()``, MPI's ``COMM_WORLD`` through mpi4py) and, at its
+end, whether it imported torch and which frameworks that form a world their own way (TensorFlow, Horovod, MPI, JAX)
+it imported. A job whose ranks all exited 0 may still have trained each node
 alone: a trainer whose node count defaults to one gives every node a world of its own ranks, or none at all.
 
 The world formed when every rank initialized a group of the job's world size; or when the processes the ranks
 started (``spawned``: one process per node spawning its workers, as pytorch/examples' ImageNet script does) formed
 one world together: each rank started a member of it, and its members' group ranks are each of its ranks once. It
 did not when no rank did and the ranks are torch ranks that ended (they imported torch, no other framework): that
-is judged, and named with its likely cause; so are processes the ranks started that formed separate worlds (each
-node's on its own, say). Ranks that form their world another way, ranks that left no record (not Python) and ranks
-that did not end are not judged.
+is judged, and named with its likely cause; so are groups of another size than the job's (an MPI world of one
+rank each: mpi4py or Horovod loaded another MPI library than the launcher's) and processes the ranks started that
+formed separate worlds (each node's on its own, say). Ranks that form their world in a way the guard does not record
+(TensorFlow's own strategies, JAX), ranks that left no record (not Python) and ranks that did not end are not
+judged.
 
 Pure Python (no Ansible imports) so it can be unit tested on its own.
 """
@@ -30,6 +33,9 @@ SPAWNED_WORLD_RECORD_GLOB = "spawned-world-rank-*.json"  # rank_exit_guard.SPAWN
 # launcher_world_check: what a run whose ranks did not form one world is.
 WORLD_CHECKS = ("fail", "warn", "off")
 WORLD = "world"  # the root cause kind of such a run (never restarted: the same script would do the same again)
+# Of the frameworks a rank's record names (rank_exit_guard.OTHER_WORLDS), those whose worlds the guard records.
+RECORDED_WORLDS = ("horovod", "mpi4py")
+MPI_BACKENDS = ("mpi", "horovod")
 
 _LIKELY_CAUSE = (
     "a framework's node count may default to 1 (a trainer that ignores WORLD_SIZE unless told the number of nodes):"
@@ -37,8 +43,19 @@ _LIKELY_CAUSE = (
 )
 
 
+_MPI_CAUSE = (
+    "each rank's MPI world held {held}: the MPI library the script loaded ({library}) may not be the launcher's (mpi4py"
+    " or Horovod built against another MPI than the one whose mpiexec started the ranks), or the script ran without"
+    " an MPI launcher; use the launcher of the library it loads, or point mpi4py at the launcher's (MPI4PY_LIBMPI)"
+)
+
+
+def _groups(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [group for group in record.get("groups") or [] if isinstance(group, Mapping)]
+
+
 def _group_sizes(record: Mapping[str, Any]) -> list[int]:
-    return [int(group["world_size"]) for group in record.get("groups") or [] if isinstance(group, Mapping)]
+    return [int(group["world_size"]) for group in _groups(record)]
 
 
 def verdict(
@@ -103,18 +120,34 @@ def _separate_worlds(members: Mapping[int, list[tuple[int, int]]], world_size: i
 
 def _not_formed(records: Mapping[int, Mapping[str, Any]], sizes: Mapping[int, list[int]], world_size: int) -> str | None:
     """Why the ranks did not form one world, or None when that cannot be judged from their records."""
-    if any(record.get("other_worlds") for record in records.values()):
+    if any(set(record.get("other_worlds") or []) - set(RECORDED_WORLDS) for record in records.values()):
         return None
     other_sizes = sorted({size for found in sizes.values() for size in found if size != world_size})
     if other_sizes:
         shown = " or ".join(str(size) for size in other_sizes)
-        return f"the ranks formed groups of {shown} ranks, not one world of {world_size}: {_LIKELY_CAUSE}"
+        return f"the ranks formed groups of {shown} ranks, not one world of {world_size}: {_other_size_cause(records, world_size)}"
     alone = [
         rank for rank, record in records.items() if record.get("ended") and record.get("torch") and not sizes[rank]
     ]
     if len(alone) == world_size:
-        return f"each rank trained alone: no rank initialized torch.distributed; {_LIKELY_CAUSE}"
+        return f"each rank trained alone: no rank initialized torch.distributed (nor Horovod, nor MPI); {_LIKELY_CAUSE}"
     return None
+
+
+def _other_size_cause(records: Mapping[int, Mapping[str, Any]], world_size: int) -> str:
+    """The likely cause of groups of another size than the job's: an MPI library other than the launcher's when the
+    ranks' MPI worlds (mpi4py's, Horovod's) were those groups, a node count left at its default otherwise."""
+    mpi_groups = [
+        group
+        for record in records.values()
+        for group in _groups(record)
+        if group.get("backend") in MPI_BACKENDS and int(group["world_size"]) != world_size
+    ]
+    if not mpi_groups:
+        return _LIKELY_CAUSE
+    held = "itself alone" if all(int(group["world_size"]) == 1 for group in mpi_groups) else "fewer ranks than the job's"
+    libraries = sorted({str(group["library"]) for group in mpi_groups if group.get("library")})
+    return _MPI_CAUSE.format(held=held, library=", ".join(libraries) or "Horovod's")
 
 
 def script_end_times(records: Mapping[int, Mapping[str, Any]], ranks: list[int]) -> dict[int, float] | None:

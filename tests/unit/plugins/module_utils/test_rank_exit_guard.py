@@ -368,6 +368,114 @@ def test_a_rank_that_forms_its_world_another_way_says_so(site: dict[str, Path]) 
     assert world_record(site)["other_worlds"] == ["mpi4py"]
 
 
+# Stand-ins for Horovod and mpi4py, shaped as theirs: every Horovod framework binds HorovodBasics.init when it is
+# imported (horovod/torch/mpi_ops.py: ``_basics = _HorovodBasics(...)``, ``init = _basics.init``); mpi4py's MPI
+# initializes MPI at its import unless mpi4py.rc.initialize is off, and names its library in Get_library_version.
+STAND_IN_HOROVOD_BASICS = """
+import os
+
+
+class HorovodBasics:
+    def __init__(self, pkg_path, *args):
+        self._size = None
+
+    def init(self, comm=None, process_sets=None):
+        self._size = int(os.environ.get("STAND_IN_WORLD_SIZE", "1"))
+
+    def size(self):
+        return self._size
+
+    def rank(self):
+        return int(os.environ["RANK"]) % self._size
+"""
+STAND_IN_HOROVOD_TORCH = """
+from horovod.common.basics import HorovodBasics as _HorovodBasics
+
+_basics = _HorovodBasics(__file__, "mpi_lib_v2")
+init = _basics.init
+size = _basics.size
+rank = _basics.rank
+"""
+STAND_IN_MPI = """
+import os
+from mpi4py import rc
+
+_initialized = False
+
+
+def Init():
+    global _initialized
+    _initialized = True
+
+
+def Init_thread(required=3):
+    global _initialized
+    _initialized = True
+    return required
+
+
+def Is_initialized():
+    return _initialized
+
+
+def Get_library_version():
+    return "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022\\x00"
+
+
+class _World:
+    def Get_size(self):
+        return int(os.environ.get("STAND_IN_WORLD_SIZE", "1"))
+
+    def Get_rank(self):
+        return 0
+
+
+COMM_WORLD = _World()
+if rc.initialize:
+    Init()
+"""
+
+
+def stand_in_horovod_and_mpi4py(packages: Path) -> None:
+    for package in ("horovod", "horovod/common", "horovod/torch", "mpi4py"):
+        (packages / package).mkdir(parents=True)
+        (packages / package / "__init__.py").write_text("")
+    (packages / "horovod" / "common" / "basics.py").write_text(STAND_IN_HOROVOD_BASICS)
+    (packages / "horovod" / "torch" / "__init__.py").write_text(STAND_IN_HOROVOD_TORCH)
+    (packages / "mpi4py" / "__init__.py").write_text("class rc:\n    initialize = True\n")
+    (packages / "mpi4py" / "MPI.py").write_text(STAND_IN_MPI)
+
+
+def test_a_horovod_rank_records_the_world_hvd_init_joined(site: dict[str, Path]) -> None:
+    stand_in_horovod_and_mpi4py(site["packages"])
+    result = run_rank(site, "import horovod.torch as hvd\nhvd.init()\nprint(hvd.size())\n", STAND_IN_WORLD_SIZE="3")
+    assert result.returncode == 0, result.stderr
+    record = world_record(site)
+    assert (record["groups"], record["other_worlds"]) == ([{"backend": "horovod", "world_size": 3, "rank": 1}], ["horovod"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "from mpi4py import MPI\n",
+        # mpi4py.rc.initialize off: the world is recorded once the script initializes MPI itself.
+        "import mpi4py\nmpi4py.rc.initialize = False\nfrom mpi4py import MPI\nMPI.Init_thread(1)\n",
+    ],
+)
+def test_an_mpi4py_rank_records_its_mpi_world_and_library(site: dict[str, Path], body: str) -> None:
+    stand_in_horovod_and_mpi4py(site["packages"])
+    result = run_rank(site, body, STAND_IN_WORLD_SIZE="1")
+    assert result.returncode == 0, result.stderr
+    assert world_record(site)["groups"] == [{"backend": "mpi", "world_size": 1, "rank": 0, "library": "Open MPI v4.1.4"}]
+
+
+def test_an_mpi4py_rank_that_never_initialized_mpi_records_no_world(site: dict[str, Path]) -> None:
+    stand_in_horovod_and_mpi4py(site["packages"])
+    result = run_rank(site, "import mpi4py\nmpi4py.rc.initialize = False\nfrom mpi4py import MPI\n")
+    assert result.returncode == 0, result.stderr
+    assert world_record(site)["groups"] == []
+
+
 @pytest.mark.parametrize(
     ("ending", "returncode", "recorded"),
     [

@@ -84,10 +84,53 @@ def test_a_process_that_initialized_its_group_again_counts_once() -> None:
     assert found["formed"] is True
 
 
-@pytest.mark.parametrize("framework", ["tensorflow", "horovod", "mpi4py", "jax"])
-def test_ranks_that_form_their_world_another_way_are_not_judged(framework: str) -> None:
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_ranks_that_form_their_world_in_a_way_not_recorded_are_not_judged(framework: str) -> None:
     records = {rank: ended(other_worlds=[framework] if rank == 1 else []) for rank in range(3)}
     assert world.verdict(records, 3) == {"formed": None, "text": None, "group_sizes": {"0": [], "1": [], "2": []}}
+
+
+def mpi_group(size: int, library: str = "Open MPI v4.1.4") -> dict[str, Any]:
+    return {"backend": "mpi", "world_size": size, "rank": 0, "library": library}
+
+
+@pytest.mark.parametrize(
+    ("framework", "joined"), [("horovod", group(3, "horovod")), ("mpi4py", mpi_group(3, "Intel(R) MPI Library 2021.18"))]
+)
+def test_ranks_whose_horovod_or_mpi_world_spans_the_job_formed_it(framework: str, joined: dict[str, Any]) -> None:
+    records = {rank: ended(joined, other_worlds=[framework]) for rank in range(3)}
+    assert world.verdict(records, 3)["formed"] is True
+
+
+def test_ranks_whose_mpi_world_held_each_alone_did_not_form_the_world() -> None:
+    """mpi4py's wheel loading Open MPI under Intel MPI's mpiexec: every rank is rank 0 of a world of 1, exits 0."""
+    records = {rank: ended(mpi_group(1), torch=False, other_worlds=["mpi4py"]) for rank in range(3)}
+    found = world.verdict(records, 3)
+    assert found["formed"] is False
+    assert found["text"].startswith(
+        "the ranks formed groups of 1 ranks, not one world of 3: each rank's MPI world held itself alone: the MPI"
+        " library the script loaded (Open MPI v4.1.4) may not be the launcher's"
+    )
+
+
+def test_horovod_worlds_smaller_than_the_job_are_named_as_such() -> None:
+    records = {rank: ended(group(2, "horovod"), other_worlds=["horovod"]) for rank in range(4)}
+    found = world.verdict(records, 4)
+    assert found["formed"] is False
+    assert "each rank's MPI world held fewer ranks than the job's: the MPI library the script loaded (Horovod's)" in found["text"]
+
+
+@pytest.mark.parametrize("framework", ["horovod", "mpi4py"])
+def test_ranks_that_imported_horovod_or_mpi4py_and_never_joined_a_world_trained_alone(framework: str) -> None:
+    found = world.verdict({rank: ended(other_worlds=[framework]) for rank in range(3)}, 3)
+    assert found["formed"] is False
+    assert found["text"].startswith("each rank trained alone: no rank initialized torch.distributed (nor Horovod, nor MPI)")
+
+
+def test_a_torch_world_stands_beside_each_rank_s_own_mpi_world() -> None:
+    """A DDP script under torchrun that also imports mpi4py: MPI's singleton world of 1 per rank, torch's of 3."""
+    records = {rank: ended(mpi_group(1), group(3), other_worlds=["mpi4py"]) for rank in range(3)}
+    assert world.verdict(records, 3)["formed"] is True
 
 
 @pytest.mark.parametrize(
