@@ -24,8 +24,9 @@ a failing rank may have a collective in flight that never ends, and destroying t
 It also records the world: each process group the rank initializes (backend, world size, rank) as it is
 initialized (``torch.distributed``'s ``init_process_group``; Horovod's ``hvd.init()`` in any of its frameworks; MPI's
 ``COMM_WORLD`` once mpi4py initialized it, with the MPI library's name), and at the end which frameworks that form a
-world their own way (TensorFlow, Horovod, MPI, JAX) the rank imported, in ``<job_dir>/status/world-rank-<RANK>.json`` (:data:`WORLD_RECORD`): the run summary judges from them
-whether the ranks formed one world (world.py). The rank's own process (the rank wrapper's child) records its
+world their own way (TensorFlow, Horovod, MPI, JAX) the rank imported, in
+``<job_dir>/status/world-rank-<RANK>.json`` (:data:`WORLD_RECORD`): the run summary judges from them whether the
+ranks formed one world (world.py). The rank's own process (the rank wrapper's child) records its
 groups and its end there; a process it starts (``torch.multiprocessing.spawn``, a fork, a Python it runs) records
 only the groups it initializes, in ``spawned-world-rank-<RANK>-<pid>.json`` (:data:`SPAWNED_WORLD_RECORD`): the
 multi-node pattern of pytorch/examples' ImageNet script, one process per node spawning the workers of one world.
