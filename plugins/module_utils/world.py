@@ -35,7 +35,6 @@ WORLD_CHECKS = ("fail", "warn", "off")
 WORLD = "world"  # the root cause kind of such a run (never restarted: the same script would do the same again)
 # Of the frameworks a rank's record names (rank_exit_guard.OTHER_WORLDS), those whose worlds the guard records.
 RECORDED_WORLDS = ("horovod", "mpi4py")
-MPI_BACKENDS = ("mpi", "horovod")
 
 _LIKELY_CAUSE = (
     "a framework's node count may default to 1 (a trainer that ignores WORLD_SIZE unless told the number of nodes):"
@@ -43,11 +42,19 @@ _LIKELY_CAUSE = (
 )
 
 
-_MPI_CAUSE = (
-    "each rank's MPI world held {held}: the MPI library the script loaded ({library}) may not be the launcher's (mpi4py"
-    " or Horovod built against another MPI than the one whose mpiexec started the ranks), or the script ran without"
-    " an MPI launcher; use the launcher of the library it loads, or point mpi4py at the launcher's (MPI4PY_LIBMPI)"
-)
+# Why the ranks' worlds of one backend (mpi4py's MPI, Horovod) were smaller than the job's.
+_MPI_CAUSES = {
+    "mpi": (
+        "each rank's MPI world held {held}: the MPI library the script loaded ({library}) may not be the launcher's"
+        " (an mpi4py built against another MPI than the one whose mpiexec started the ranks), or the script ran"
+        " without an MPI launcher; use the launcher of the library it loads, or point mpi4py at the launcher's library"
+        " (MPI4PY_LIBMPI)"
+    ),
+    "horovod": (
+        "each rank's Horovod world held {held}: Horovod was started without its launcher, or under another MPI's"
+        " mpiexec than the one it was built against; run it with launcher_type horovodrun"
+    ),
+}
 
 
 def _groups(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -135,19 +142,21 @@ def _not_formed(records: Mapping[int, Mapping[str, Any]], sizes: Mapping[int, li
 
 
 def _other_size_cause(records: Mapping[int, Mapping[str, Any]], world_size: int) -> str:
-    """The likely cause of groups of another size than the job's: an MPI library other than the launcher's when the
-    ranks' MPI worlds (mpi4py's, Horovod's) were those groups, a node count left at its default otherwise."""
-    mpi_groups = [
+    """The likely cause of groups of another size than the job's: an MPI library other than the launcher's, or no
+    launcher of theirs, when the ranks' MPI or Horovod worlds were those groups; a node count left at its default
+    otherwise."""
+    smaller = [
         group
         for record in records.values()
         for group in _groups(record)
-        if group.get("backend") in MPI_BACKENDS and int(group["world_size"]) != world_size
+        if group.get("backend") in _MPI_CAUSES and int(group["world_size"]) != world_size
     ]
-    if not mpi_groups:
+    if not smaller:
         return _LIKELY_CAUSE
-    held = "itself alone" if all(int(group["world_size"]) == 1 for group in mpi_groups) else "fewer ranks than the job's"
-    libraries = sorted({str(group["library"]) for group in mpi_groups if group.get("library")})
-    return _MPI_CAUSE.format(held=held, library=", ".join(libraries) or "Horovod's")
+    held = "itself alone" if all(int(group["world_size"]) == 1 for group in smaller) else "fewer ranks than the job's"
+    backend = "mpi" if any(group["backend"] == "mpi" for group in smaller) else "horovod"
+    libraries = sorted({str(group["library"]) for group in smaller if group.get("library")})
+    return _MPI_CAUSES[backend].format(held=held, library=", ".join(libraries))
 
 
 def script_end_times(records: Mapping[int, Mapping[str, Any]], ranks: list[int]) -> dict[int, float] | None:
