@@ -148,8 +148,9 @@ _SSH: dict[str, dict[str, Any]] = {
     "restart_verdict": _key("Why a job that did not succeed was not restarted.", type="string"),
     "world": _key(
         "Whether the ranks formed one world (`launcher_world_check`): `formed` (true, false, or null where it cannot"
-        " be judged: ranks that form their world without torch.distributed, or left no record), `text` (why not) and"
-        " `group_sizes` (each rank's process groups, by world size); `spawned_worlds` when processes the ranks started"
+        " be judged: ranks that form their world in a way the guard does not record, TensorFlow's strategies or JAX,"
+        " or left no record), `text` (why not) and `group_sizes` (each rank's process groups, by world size: torch's,"
+        " Horovod's, MPI's); `spawned_worlds` when processes the ranks started"
         " (torch.multiprocessing.spawn, say) initialized groups: how many of them initialized one, by its world size.",
         type="object",
         properties={
