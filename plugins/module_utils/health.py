@@ -4,7 +4,7 @@
 """The cluster's health gate: what every node measures, and the verdict on the figures.
 
 Every node runs ``roles/health/files/health_probe.py`` in its training environment (the worker container, or host
-mode's environment) at the same time, as one rank of a small gloo job over the cluster interface (``RANK``,
+mode's environment) at the same time, as one rank of a small job over TCP on the cluster network (``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, ``GLOO_SOCKET_IFNAME`` set by the caller). It measures the node (a
 matrix multiply in GFLOP/s, memory bandwidth, free disk where jobs and checkpoints go, free memory, the MTU of the
 cluster interface, the Python, torch and MPI versions, Intel GPUs and render-node access, its clock at a barrier)

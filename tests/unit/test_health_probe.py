@@ -1,97 +1,59 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The health probe's order of turns and ring sends (roles/health/files/health_probe.py), on a stand-in for
-torch.distributed whose ranks are threads: a send waits until its receiver has taken it, as a large gloo send does,
-so an order that could hang on real nodes hangs here (and fails on the join's timeout)."""
+"""The health probe's rendezvous, order of turns, ring sends and all-reduce (roles/health/files/health_probe.py), its
+ranks threads of this process speaking TCP over loopback as the probe's ranks do between nodes: an order that could
+hang on real nodes hangs here (and fails on the join's timeout)."""
 
 from __future__ import annotations
 
 import importlib.util
-import queue
-import sys
+import socket
 import threading
-import types
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy
 import pytest
 
 PROBE = Path(__file__).resolve().parents[2] / "roles" / "health" / "files" / "health_probe.py"
-JOIN_SECONDS = 10
+JOIN_SECONDS = 20
 
 
-class Ranks:
-    """torch.distributed's point-to-point calls between threads, each thread one rank; every call is logged."""
-
-    def __init__(self) -> None:
-        self.local = threading.local()
-        self.channels: dict[tuple[int, int, int], queue.Queue[threading.Event]] = {}
-        self.lock = threading.Lock()
-        self.log: list[tuple[str, int, int]] = []
-
-    def channel(self, source: int, destination: int, tag: int) -> queue.Queue[threading.Event]:
-        with self.lock:
-            return self.channels.setdefault((source, destination, tag), queue.Queue())
-
-    def record(self, *entry: Any) -> None:
-        with self.lock:
-            self.log.append(entry)
-
-    def get_rank(self) -> int:
-        return self.local.rank
-
-    def send(self, _tensor: Any, dst: int, tag: int = 0) -> None:
-        taken = threading.Event()
-        self.record("send", self.get_rank(), dst)
-        self.channel(self.get_rank(), dst, tag).put(taken)
-        assert taken.wait(JOIN_SECONDS), f"rank {self.get_rank()}: nobody took its send to {dst}"
-
-    def recv(self, _tensor: Any, src: int, tag: int = 0) -> None:
-        taken = self.channel(src, self.get_rank(), tag).get(timeout=JOIN_SECONDS)
-        taken.set()
-
-    def run(self, world: int, work: Callable[[int], None]) -> None:
-        """``work(rank)`` on ``world`` threads; fails when any of them fails or does not end."""
-        errors: list[BaseException] = []
-
-        def rank_thread(rank: int) -> None:
-            self.local.rank = rank
-            try:
-                work(rank)
-            except BaseException as error:  # pylint: disable=broad-exception-caught  # reported below
-                errors.append(error)
-
-        threads = [threading.Thread(target=rank_thread, args=(rank,), daemon=True) for rank in range(world)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(JOIN_SECONDS * 3)
-        assert not [thread for thread in threads if thread.is_alive()], "ranks still waiting: the order hangs"
-        assert errors == []
+def free_port() -> int:
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        return probe_socket.getsockname()[1]
 
 
-@pytest.fixture(name="ranks")
-def fixture_ranks() -> Ranks:
-    return Ranks()
+def run_ranks(probe: Any, world: int, work: Callable[[Any], Any], timeout: float = 10) -> list[Any]:
+    """``work(mesh)`` on ``world`` threads, each a rank joined to the others over loopback; its results by rank.
+    Fails when any rank fails or does not end."""
+    master = ("127.0.0.1", free_port())
+    results: list[Any] = [None] * world
+    errors: list[BaseException] = []
+
+    def rank_thread(rank: int) -> None:
+        try:
+            results[rank] = work(probe.Mesh.join(rank, world, master, timeout))
+        except BaseException as error:  # pylint: disable=broad-exception-caught  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=rank_thread, args=(rank,), daemon=True) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN_SECONDS)
+    assert not [thread for thread in threads if thread.is_alive()], "ranks still waiting: the order hangs"
+    assert errors == []
+    return results
 
 
 @pytest.fixture(name="probe")
-def fixture_probe(ranks: Ranks, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The probe's module, loaded with torch and torch.distributed stood in for."""
-    torch = types.ModuleType("torch")
-    torch.zeros = lambda *shape: list(shape)  # type: ignore[attr-defined]
-    torch.distributed = ranks  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setitem(sys.modules, "torch.distributed", ranks)  # type: ignore[arg-type]
+def fixture_probe() -> Any:
+    """The probe's module, loaded from its file."""
     spec = importlib.util.spec_from_file_location("health_probe_under_test", PROBE)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-
-    def timed_send(payload: Any, destination: int) -> float:
-        ranks.send(payload, destination)
-        return 1.0
-
-    monkeypatch.setattr(module, "timed_send", timed_send)
     return module
 
 
@@ -99,18 +61,6 @@ def test_turn_order_is_the_group_in_every_round_rotated_by_one(probe: Any) -> No
     # As the turns went when a barrier separated them: in round k, rank group[(slot - k) % n] measured in slot.
     assert probe.turn_order([3, 5, 9], 3) == [3, 5, 9, 9, 3, 5, 5, 9, 3]
     assert probe.turn_order([4], 3) == [4, 4, 4]
-
-
-def test_neighbours_skip_a_rank_handing_the_turn_to_itself(probe: Any) -> None:
-    order = [3, 5, 9, 9, 3, 5]
-    assert [probe.neighbours(order, position) for position in range(len(order))] == [
-        (None, 5),
-        (3, 9),
-        (5, None),
-        (None, 3),
-        (9, 5),
-        (3, None),
-    ]
 
 
 @pytest.mark.parametrize(
@@ -121,36 +71,107 @@ def test_neighbours_skip_a_rank_handing_the_turn_to_itself(probe: Any) -> None:
         pytest.param([0, 1, 0, 1, 1, 0, 2], id="seven nodes on three servers"),
     ],
 )
-def test_every_rank_measures_its_turns_in_its_servers_order_and_none_hangs(
-    probe: Any, ranks: Ranks, kernels: list[int]
-) -> None:
+def test_every_rank_measures_its_turns_in_its_servers_order_and_none_hangs(probe: Any, kernels: list[int]) -> None:
     turns = max(kernels.count(kernel) for kernel in kernels)
-    round_count = probe.rounds(turns)
-    orders = {
-        kernel: probe.turn_order([rank for rank, mine in enumerate(kernels) if mine == kernel], round_count)
-        for kernel in set(kernels)
-    }
+    groups = probe.kernel_groups([str(kernel) for kernel in kernels])
+    orders = [probe.turn_order(group, probe.rounds(turns)) for group in groups]
+    measured: list[tuple[int, int]] = []
+    lock = threading.Lock()
 
-    def work(rank: int) -> None:
-        probe.take_turns(orders[kernels[rank]], lambda: ranks.record("measure", rank, kernels[rank]))
+    def work(mesh: Any) -> None:
+        def measure() -> None:
+            with lock:
+                measured.append((kernels[mesh.rank], mesh.rank))
 
-    ranks.run(len(kernels), work)
-    for kernel, order in orders.items():
-        measured = [entry[1] for entry in ranks.log if entry[0] == "measure" and entry[2] == kernel]
-        assert measured == order
+        probe.take_turns(mesh, orders, measure)
+
+    run_ranks(probe, len(kernels), work)
+    for group, order in zip(groups, orders):
+        assert [rank for kernel, rank in measured if kernel == kernels[group[0]]] == order
+
+
+def test_a_rank_s_second_look_alone_on_a_shared_server_waits_for_nothing_else(probe: Any) -> None:
+    """The second look: only some ranks of a shared server measure again, none on the other."""
+    measured: list[int] = []
+
+    def work(mesh: Any) -> None:
+        probe.take_turns(mesh, [[2], [], [1, 4]], lambda: measured.append(mesh.rank))
+
+    run_ranks(probe, 5, work)
+    assert sorted(measured) == [1, 2, 4]
 
 
 @pytest.mark.parametrize("world", [2, 3, 8])
-def test_the_ring_in_order_sends_one_after_another_around_the_ring(probe: Any, ranks: Ranks, world: int) -> None:
-    timings: dict[int, list[float]] = {}
+def test_the_ring_in_order_sends_one_after_another_around_the_ring(probe: Any, world: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    sends: list[int] = []
+    timed_send = probe.Mesh.timed_send
 
-    def work(rank: int) -> None:
-        timings[rank] = probe.ring_in_order(rank, world, None, None, 3)
+    def logged_send(mesh: Any, payload: memoryview) -> float:
+        sends.append(mesh.rank)
+        return timed_send(mesh, payload)
 
-    ranks.run(world, work)
-    sends = [(entry[1], entry[2]) for entry in ranks.log if entry[0] == "send"]
-    assert sends == [(rank, (rank + 1) % world) for _ in range(3) for rank in range(world)]
-    assert all(len(timings[rank]) == 3 for rank in range(world))
+    monkeypatch.setattr(probe.Mesh, "timed_send", logged_send)
+    timings = run_ranks(probe, world, lambda mesh: probe.ring_in_order(mesh, memoryview(b"x" * 4096), memoryview(bytearray(4096)), 3))
+    assert sends == [rank for _ in range(3) for rank in range(world)]
+    assert all(len(timing) == 3 and min(timing) > 0 for timing in timings)
+
+
+@pytest.mark.parametrize("world", [2, 3, 5])
+def test_the_ring_in_rounds_gives_every_rank_its_link(probe: Any, world: int) -> None:
+    timings = run_ranks(probe, world, lambda mesh: probe.ring_in_rounds(mesh, memoryview(b"x" * 65536), memoryview(bytearray(65536)), 2))
+    assert all(len(timing) == 2 for timing in timings)
+
+
+@pytest.mark.parametrize(("world", "slow"), [(4, [2]), (4, [3]), (6, [0, 1, 5]), (3, [])])
+def test_the_ring_s_second_look_sends_again_from_the_slow_links_only(
+    probe: Any, world: int, slow: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranks whose best send was under the gate send twice more, one at a time (rank 0's own, and rank 0 receiving,
+    included); their best is kept, the others' stays."""
+    sends: list[int] = []
+    timed_send = probe.Mesh.timed_send
+
+    def logged_send(mesh: Any, payload: memoryview) -> float:
+        sends.append(mesh.rank)
+        return timed_send(mesh, payload)
+
+    monkeypatch.setattr(probe.Mesh, "timed_send", logged_send)
+    payload, first = memoryview(b"x" * 4096), {rank: (10.0 if rank in slow else 0.5) for rank in range(world)}
+    seconds = run_ranks(probe, world, lambda mesh: probe.ring_second_look(mesh, first[mesh.rank], payload, memoryview(bytearray(4096)), 0.6))
+    assert sends == [rank for rank in slow for _send in range(2)]
+    assert [rank for rank in range(world) if seconds[rank] < first[rank]] == slow
+
+
+@pytest.mark.parametrize(("world", "elements"), [(1, 8), (2, 256), (3, 7), (5, 3), (4, 262144)])
+def test_the_ring_all_reduce_sums_every_rank_s_values(probe: Any, world: int, elements: int) -> None:
+    """Each rank's values are its rank plus 1 and their position; every rank ends with the sum (fewer elements than
+    ranks too: some chunks are empty)."""
+
+    def work(mesh: Any) -> list[float]:
+        data = bytearray((numpy.arange(elements, dtype=numpy.float32) + mesh.rank + 1).tobytes())
+        probe.ring_all_reduce(mesh, probe.Arrays(), data, bytearray((elements // world + 1) * 4))
+        return numpy.frombuffer(data, dtype=numpy.float32).tolist()
+
+    expected = (numpy.arange(elements, dtype=numpy.float32) * world + world * (world + 1) / 2).tolist()
+    assert run_ranks(probe, world, work) == [expected] * world
+
+
+def test_gather_and_all_gather_keep_rank_order(probe: Any) -> None:
+    results = run_ranks(probe, 4, lambda mesh: (mesh.all_gather(mesh.rank * 10), mesh.gather({"rank": mesh.rank})))
+    assert [result[0] for result in results] == [[0, 10, 20, 30]] * 4
+    assert results[0][1] == [{"rank": rank} for rank in range(4)]
+    assert [result[1] for result in results[1:]] == [None] * 3
+
+
+def test_rank_0_names_the_ranks_that_never_came(probe: Any) -> None:
+    with pytest.raises(probe.ProbeError, match=r"ranks \[1, 2\] did not reach rank 0's rendezvous within 1 s"):
+        probe.Mesh.join(0, 3, ("127.0.0.1", free_port()), 1)
+
+
+def test_a_rank_without_rank_0_says_its_rendezvous_never_opened(probe: Any) -> None:
+    port = free_port()
+    with pytest.raises(probe.ProbeError, match=rf"rank 0's rendezvous at 127.0.0.1:{port} did not open within 1 s"):
+        probe.Mesh.join(1, 3, ("127.0.0.1", port), 1)
 
 
 def figures(gflops: float, memory_gbps: float) -> dict[str, float]:
