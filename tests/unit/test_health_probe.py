@@ -101,8 +101,8 @@ def test_a_rank_s_second_look_alone_on_a_shared_server_waits_for_nothing_else(pr
     assert sorted(measured) == [1, 2, 4]
 
 
-@pytest.mark.parametrize("world", [2, 3, 8])
-def test_the_ring_in_order_sends_one_after_another_around_the_ring(probe: Any, world: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def logged_sends(probe: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ranks of every timed send, in the order they went (the probe's sends themselves unchanged)."""
     sends: list[int] = []
     timed_send = probe.Mesh.timed_send
 
@@ -111,6 +111,12 @@ def test_the_ring_in_order_sends_one_after_another_around_the_ring(probe: Any, w
         return timed_send(mesh, payload)
 
     monkeypatch.setattr(probe.Mesh, "timed_send", logged_send)
+    return sends
+
+
+@pytest.mark.parametrize("world", [2, 3, 8])
+def test_the_ring_in_order_sends_one_after_another_around_the_ring(probe: Any, world: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    sends = logged_sends(probe, monkeypatch)
     timings = run_ranks(probe, world, lambda mesh: probe.ring_in_order(mesh, memoryview(b"x" * 4096), memoryview(bytearray(4096)), 3))
     assert sends == [rank for _ in range(3) for rank in range(world)]
     assert all(len(timing) == 3 and min(timing) > 0 for timing in timings)
@@ -128,14 +134,7 @@ def test_the_ring_s_second_look_sends_again_from_the_slow_links_only(
 ) -> None:
     """Ranks whose best send was under the gate send twice more, one at a time (rank 0's own, and rank 0 receiving,
     included); their best is kept, the others' stays."""
-    sends: list[int] = []
-    timed_send = probe.Mesh.timed_send
-
-    def logged_send(mesh: Any, payload: memoryview) -> float:
-        sends.append(mesh.rank)
-        return timed_send(mesh, payload)
-
-    monkeypatch.setattr(probe.Mesh, "timed_send", logged_send)
+    sends = logged_sends(probe, monkeypatch)
     payload, first = memoryview(b"x" * 4096), {rank: (10.0 if rank in slow else 0.5) for rank in range(world)}
     seconds = run_ranks(probe, world, lambda mesh: probe.ring_second_look(mesh, first[mesh.rank], payload, memoryview(bytearray(4096)), 0.6))
     assert sends == [rank for rank in slow for _send in range(2)]
