@@ -45,7 +45,7 @@ _LIKELY_CAUSE = (
 # Why the ranks' worlds of one backend (mpi4py's MPI, Horovod) were smaller than the job's.
 _MPI_CAUSES = {
     "mpi": (
-        "each rank's MPI world held {held}: the MPI library the script loaded ({library}) may not be the launcher's"
+        "each rank's MPI world held {held}: the MPI library the script loaded{library} may not be the launcher's"
         " (an mpi4py built against another MPI than the one whose mpiexec started the ranks), or the script ran"
         " without an MPI launcher; use the launcher of the library it loads, or point mpi4py at the launcher's library"
         " (MPI4PY_LIBMPI)"
@@ -156,7 +156,7 @@ def _other_size_cause(records: Mapping[int, Mapping[str, Any]], world_size: int)
     held = "itself alone" if all(int(group["world_size"]) == 1 for group in smaller) else "fewer ranks than the job's"
     backend = "mpi" if any(group["backend"] == "mpi" for group in smaller) else "horovod"
     libraries = sorted({str(group["library"]) for group in smaller if group.get("library")})
-    return _MPI_CAUSES[backend].format(held=held, library=", ".join(libraries))
+    return _MPI_CAUSES[backend].format(held=held, library=f" ({', '.join(libraries)})" if libraries else "")
 
 
 def script_end_times(records: Mapping[int, Mapping[str, Any]], ranks: list[int]) -> dict[int, float] | None:

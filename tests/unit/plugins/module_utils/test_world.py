@@ -113,6 +113,11 @@ def test_ranks_whose_mpi_world_held_each_alone_did_not_form_the_world() -> None:
     )
 
 
+def test_an_mpi_world_of_one_whose_library_went_unnamed_leaves_no_empty_parentheses() -> None:
+    records = {rank: ended(mpi_group(1, library=""), torch=False, other_worlds=["mpi4py"]) for rank in range(2)}
+    assert "the MPI library the script loaded may not be the launcher's" in world.verdict(records, 2)["text"]
+
+
 def test_horovod_worlds_smaller_than_the_job_are_named_as_such() -> None:
     records = {rank: ended(group(2, "horovod"), other_worlds=["horovod"]) for rank in range(4)}
     found = world.verdict(records, 4)
