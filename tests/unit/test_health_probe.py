@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -194,3 +195,24 @@ def test_second_look_judges_each_server_on_its_own_median_and_skips_a_node_alone
 def test_second_look_leaves_a_node_at_the_gate(probe: Any) -> None:
     fleet_best = [figures(100.0, 20.0), figures(60.0, 12.0), figures(100.0, 20.0)]
     assert probe.second_look([0, 1, 2], fleet_best, 0.6) == []
+
+
+def test_the_torch_version_is_the_one_import_torch_would_load_without_importing_it(
+    probe: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The package's version.py, not its distribution's metadata (they differ when the package was patched or
+    another torch comes first on the path); torch itself is not imported."""
+    package = tmp_path / "torch"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    (package / "version.py").write_text("from typing import Optional\n__version__ = '2.13.0+cpu.drill'\ndebug = False\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert probe.torch_version() == "2.13.0+cpu.drill"
+    assert "torch" not in sys.modules
+
+
+def test_the_torch_version_is_none_without_torch(probe: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(probe, "package_version", lambda name: None)
+    assert probe.torch_version() is None

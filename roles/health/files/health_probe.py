@@ -31,9 +31,11 @@ the controller reads one node's output instead of every node's, and reads the ot
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 import queue
+import re
 import select
 import shutil
 import socket
@@ -332,6 +334,24 @@ def package_version(name: str) -> str | None:
         return None
 
 
+TORCH_VERSION_LINE = re.compile(r"""^__version__(?:\s*:\s*str)?\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+def torch_version() -> str | None:
+    """The ``torch.__version__`` the ranks get, read from the torch package ``import torch`` would load (its
+    version.py), without importing it; the installed distribution's version where that file says none."""
+    spec = importlib.util.find_spec("torch")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            with open(os.path.join(location, "version.py"), encoding="utf-8") as version_file:
+                found = TORCH_VERSION_LINE.search(version_file.read())
+        except OSError:
+            continue
+        if found:
+            return found.group(1)
+    return package_version("torch")
+
+
 def boot_id(rank: int) -> str:
     """This kernel's boot id: the same on every node that shares the kernel (containers on one server)."""
     try:
@@ -476,7 +496,7 @@ def node_figures(mesh: Mesh, arrays: Arrays) -> dict[str, Any]:
     )
     return {
         "python": "%d.%d.%d" % sys.version_info[:3],
-        "torch": package_version("torch"),
+        "torch": torch_version(),
         "mpi": package_version("impi-rt"),
         "gflops": gflops,
         "memory_gbps": memory_gbps,
