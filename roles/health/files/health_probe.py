@@ -204,14 +204,39 @@ class Mesh:
     def barrier(self) -> None:
         self.all_gather(None)
 
+    def hand_turn(self, holder: int) -> None:
+        """Rank 0: ``holder``'s turn starts."""
+        send_message(self.ranks[holder], GO)
+
+    def await_turn(self) -> None:
+        """Every other rank: wait until rank 0 hands this rank its turn."""
+        if receive_message(self.root, "rank 0") != GO:  # type: ignore[arg-type]
+            raise ProbeError("rank 0 sent something else than a turn")
+
+    def end_turn(self) -> None:
+        """Every other rank: tell rank 0 this rank's turn is over."""
+        send_message(self.root, DONE)  # type: ignore[arg-type]
+
+    def turn_ended(self, holder: int) -> None:
+        """Rank 0: wait until ``holder`` says its turn is over."""
+        receive_message(self.ranks[holder], f"rank {holder}")
+
     def first_done(self, holders: list[int]) -> int:
         """Rank 0: the first of ``holders`` to say it measured."""
         readable = select.select([self.ranks[rank] for rank in holders], [], [], self.timeout)[0]
         if not readable:
             raise ProbeError(f"ranks {holders} did not end their turn within {self.timeout:g} s")
         holder = next(rank for rank in holders if self.ranks[rank] is readable[0])
-        receive_message(self.ranks[holder], f"rank {holder}")
+        self.turn_ended(holder)
         return holder
+
+    @property
+    def previous_name(self) -> str:
+        return f"rank {(self.rank - 1) % self.world}"
+
+    @property
+    def next_name(self) -> str:
+        return f"rank {(self.rank + 1) % self.world}"
 
     def exchange(self, outgoing: memoryview, incoming: memoryview) -> None:
         """Send ``outgoing`` to the next rank while ``incoming`` is received from the previous one."""
@@ -219,10 +244,10 @@ class Mesh:
             self.sender = threading.Thread(target=self._send_outgoing, daemon=True)
             self.sender.start()
         self.outgoing.put(outgoing)
-        receive_into(self.previous, incoming, f"rank {(self.rank - 1) % self.world}")  # type: ignore[arg-type]
+        receive_into(self.previous, incoming, self.previous_name)  # type: ignore[arg-type]
         failure = self.sent.get(timeout=self.timeout)
         if failure is not None:
-            raise ProbeError(f"the send to rank {(self.rank + 1) % self.world} failed: {failure}")
+            raise ProbeError(f"the send to {self.next_name} failed: {failure}")
 
     def _send_outgoing(self) -> None:
         """The sender thread: each view put on ``outgoing``, sent in turn (one thread for every exchange: a thread
@@ -239,12 +264,12 @@ class Mesh:
         """Seconds until the next rank, waiting for it, has all of ``payload``."""
         started = time.perf_counter()
         self.next.sendall(payload)  # type: ignore[union-attr]
-        receive_into(self.next, memoryview(bytearray(1)), f"rank {(self.rank + 1) % self.world}")  # type: ignore[arg-type]
+        receive_into(self.next, memoryview(bytearray(1)), self.next_name)  # type: ignore[arg-type]
         return time.perf_counter() - started
 
     def receive_send(self, inbox: memoryview) -> None:
         """Receive the previous rank's send into ``inbox`` and acknowledge it."""
-        receive_into(self.previous, inbox, f"rank {(self.rank - 1) % self.world}")  # type: ignore[arg-type]
+        receive_into(self.previous, inbox, self.previous_name)  # type: ignore[arg-type]
         self.previous.sendall(ACK)  # type: ignore[union-attr]
 
 
@@ -384,10 +409,9 @@ def take_turns(mesh: Mesh, orders: list[list[int]], measure: Callable[[], None])
         for _turn in range(own):
             measure()
         for _turn in range(sum(order.count(mesh.rank) for order in shared)):
-            if receive_message(mesh.root, "rank 0") != GO:  # type: ignore[arg-type]
-                raise ProbeError("rank 0 sent something else than a turn")
+            mesh.await_turn()
             measure()
-            send_message(mesh.root, DONE)  # type: ignore[arg-type]
+            mesh.end_turn()
         return
     hand_out_turns(mesh, shared, own, measure)
 
@@ -406,7 +430,7 @@ def hand_out_turns(mesh: Mesh, shared: list[list[int]], own: int, measure: Calla
         if holder == 0:
             mine.append(kernel)
             return
-        send_message(mesh.ranks[holder], GO)
+        mesh.hand_turn(holder)
         holding[holder] = kernel
 
     for kernel in range(len(shared)):
@@ -452,9 +476,14 @@ def compute_figures(mesh: Mesh, arrays: Arrays) -> tuple[float, float, int]:
     take_turns(mesh, [turn_order(group, round_count) for group in groups], measure_turn)
     if turns > 1:  # the same on every rank (the largest group), so every rank joins the gather
         fleet_best = mesh.all_gather(best)
-        fraction = float(os.environ.get("HEALTH_FRACTION", "0.6"))
+        fraction = gate_fraction()
         take_turns(mesh, [second_look(group, fleet_best, fraction) for group in groups], measure_turn)
     return round(best["gflops"], 2), round(best["memory_gbps"], 2), turns
+
+
+def gate_fraction() -> float:
+    """The check's gate (HEALTH_FRACTION of the median), under which a node measures again before it is named."""
+    return float(os.environ.get("HEALTH_FRACTION", "0.6"))
 
 
 def second_look(group: list[int], fleet_best: list[dict[str, float]], fraction: float) -> list[int]:
@@ -576,7 +605,7 @@ def ring_send_seconds(mesh: Mesh, one_at_a_time: bool) -> float:
     payload, inbox = memoryview(b"\x01" * RING_BYTES), memoryview(bytearray(RING_BYTES))
     if one_at_a_time:
         seconds = min(ring_in_order(mesh, payload, inbox, 4)[1:])
-        return ring_second_look(mesh, seconds, payload, inbox, float(os.environ.get("HEALTH_FRACTION", "0.6")))
+        return ring_second_look(mesh, seconds, payload, inbox, gate_fraction())
     return min(ring_in_rounds(mesh, payload, inbox, 6)[1:])
 
 
@@ -589,18 +618,18 @@ def ring_second_look(mesh: Mesh, seconds: float, payload: memoryview, inbox: mem
     for sender in (rank for rank, rate in enumerate(rates) if rate < gate):
         handed_out = mesh.rank == 0 and sender != 0
         if handed_out:
-            send_message(mesh.ranks[sender], GO)
+            mesh.hand_turn(sender)
         if mesh.rank == sender:
-            if sender != 0 and receive_message(mesh.root, "rank 0") != GO:  # type: ignore[arg-type]
-                raise ProbeError("rank 0 sent something else than a turn")
+            if sender != 0:
+                mesh.await_turn()
             seconds = min(seconds, mesh.timed_send(payload), mesh.timed_send(payload))
             if sender != 0:
-                send_message(mesh.root, DONE)  # type: ignore[arg-type]
+                mesh.end_turn()
         elif mesh.rank == (sender + 1) % mesh.world:
             mesh.receive_send(inbox)
             mesh.receive_send(inbox)
         if handed_out:
-            receive_message(mesh.ranks[sender], f"rank {sender}")
+            mesh.turn_ended(sender)
     return seconds
 
 
