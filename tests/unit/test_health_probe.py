@@ -216,3 +216,15 @@ def test_the_torch_version_is_none_without_torch(probe: Any, monkeypatch: pytest
     monkeypatch.setattr(probe.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setattr(probe, "package_version", lambda name: None)
     assert probe.torch_version() is None
+
+
+def test_an_exchange_whose_send_never_ends_is_named_not_a_traceback(probe: Any) -> None:
+    """The next rank reads nothing: the send to it blocks past the timeout, and the rank says so in its words."""
+    mesh = probe.Mesh(0, 2, 0.5)
+    mesh.next, far_end = socket.socketpair()
+    mesh.previous, previous_end = socket.socketpair()
+    previous_end.sendall(b"x" * 8)
+    with pytest.raises(probe.ProbeError, match=r"the send to rank 1 did not end within the health timeout"):
+        mesh.exchange(memoryview(b"x" * (64 * 1024 * 1024)), memoryview(bytearray(8)))
+    for connection in (mesh.next, far_end, mesh.previous, previous_end):
+        connection.close()

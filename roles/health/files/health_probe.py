@@ -245,7 +245,10 @@ class Mesh:
             self.sender.start()
         self.outgoing.put(outgoing)
         receive_into(self.previous, incoming, self.previous_name)  # type: ignore[arg-type]
-        failure = self.sent.get(timeout=self.timeout)
+        try:
+            failure = self.sent.get(timeout=self.timeout)
+        except queue.Empty as exc:
+            raise ProbeError(f"the send to {self.next_name} did not end within the health timeout (HEALTH_TIMEOUT)") from exc
         if failure is not None:
             raise ProbeError(f"the send to {self.next_name} failed: {failure}")
 
