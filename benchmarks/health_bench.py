@@ -195,10 +195,11 @@ def markdown(results: dict[str, Any]) -> str:
         + f", {len(unread)} probes that could not be read"
         + (f" ({unread[0]})" if unread else "")
         + ". Either is a false alarm of this machine, where every node shares its 2 cores with the others and"
-        " with the controller. The controller starts the probe on every node but the launcher in the background,"
-        " then runs rank 0 on the launcher node in the foreground, which prints every node's figures: it polls no"
-        " probe and reads no other node (unless a rank failed), so its work grows with the nodes by one module run"
-        " each (the probe's start, beside the cluster facts); at 1,000 nodes that is the controller CPU line above,"
+        " with the controller. The controller starts the probe on every node but the launcher detached (host mode:"
+        " one SSH exec each, nothing uploaded), then runs rank 0 on the launcher node in the foreground, which prints"
+        " every node's figures: it polls no probe and reads no other node (unless a rank failed), so its work grows"
+        " with the nodes by one SSH exec each (the probe's start, beside the cluster facts' module run); at 1,000"
+        " nodes that is the controller CPU line above,"
         " spread over the forks. The pairwise part, the ring, is at most three rounds of 64 MB sends at any number"
         " of separate servers; nodes that share one (all of them here) send one at a time, so here it grows with N (and"
         " a link under the gate sends twice more, alone, before it is named).",
@@ -210,8 +211,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def time_split(sizes: list[dict[str, Any]], shown: int = 4) -> list[str]:
     """Where the largest size's first check with a verdict spent its wall time: its slowest tasks (tasks of one name
-    summed, as the step keeps them: the probe's start on the other nodes and rank 0's run share theirs), the other
-    tasks together, and Ansible's own start and end."""
+    summed, as the step keeps them), the other tasks together, and Ansible's own start and end."""
     checks = [check for check in sizes[-1]["checks"] if check["status"] is not None] if sizes else []
     if not checks:
         return []
@@ -222,8 +222,8 @@ def time_split(sizes: list[dict[str, Any]], shown: int = 4) -> list[str]:
     slowest = "; ".join(f"{name.split(' : ', 1)[-1]} {seconds:.1f} s" for name, seconds in tasks[:shown])
     return [
         f"Where the {sizes[-1]['nodes']}-node check's {step['wall_s']:.1f} s went (its first check, task by task, each"
-        f" from its first node's start to its last node's end; the probe's start on the other nodes and rank 0's run"
-        f" summed under their one name): {slowest}; the other {len(tasks) - shown} tasks"
+        f" from its first node's start to its last node's end, tasks of one name summed): {slowest}; the other"
+        f" {len(tasks) - shown} tasks"
         f" {rest:.1f} s together; ansible-playbook's own start and end {outside:.1f} s.",
         "",
     ]

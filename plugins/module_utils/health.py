@@ -51,6 +51,10 @@ DEFAULT_CLOCK_SKEW_S = 2.0
 DEFAULT_FLOORS = {"disk_free_gb": 1.0, "memory_free_gb": 1.0}
 # How rank 0's line of every rank's figures begins (the probe prints it after its own).
 FLEET_LINE = '{"fleet": '
+# The lines a detached probe's wrapper writes to its output file on the node around the probe's own output, each
+# ending with the check's id ("health-probe-exit 0 <id>"): a file a check before left there is not read as this one's.
+PROBE_START, PROBE_EXIT = "health-probe-start", "health-probe-exit"
+PROBE_NOT_ENDED = "its output on the node has no end (no exit line)"
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,24 @@ def _probe_output(result: Mapping[str, Any]) -> str:
     return str((result.get("container") or {}).get("Output") or result.get("stdout") or "")
 
 
+def detached_result(text: str | None, check_id: str, reason: str = "") -> dict[str, Any]:
+    """A detached probe's result in the shape of a probe run to its end (``stdout``, ``rc``, ``finished``), from its
+    output file on the node (``text``; None when it could not be read, ``reason`` saying why): the lines after this
+    check's start line, the code of its exit line. Without that exit line, the probe did not end."""
+    lines = (text or "").splitlines()
+    start = f"{PROBE_START} {check_id}"
+    if start not in lines:
+        why = reason or "its output file holds no line of this check"
+        return {"failed": True, "msg": f"the probe did not start on this node ({why})"}
+    output = lines[lines.index(start) + 1 :]
+    ends = [line.split() for line in output if line.startswith(PROBE_EXIT)]
+    codes = [words[1] for words in ends if len(words) == 3 and words[2] == check_id and words[1].isdigit()]
+    stdout = "\n".join(line for line in output if not line.startswith(PROBE_EXIT))
+    if not codes:
+        return {"finished": False, "stdout": stdout, "msg": PROBE_NOT_ENDED}
+    return {"finished": True, "stdout": stdout, "rc": int(codes[-1])}
+
+
 def cache_entry(key: str, figures: Mapping[str, Mapping[str, Any]], checked_at: float) -> dict[str, Any]:
     """The cache file's content after a check: its key and every node's figures with the time they were taken."""
     return {
@@ -169,10 +191,10 @@ def failure_reason(result: Mapping[str, Any], output: str) -> str:
 
 def _hint(reason: str) -> str:
     """What to do about a probe that could not start (community.docker's words for an engine it cannot reach) or did
-    not end (Ansible's async wrapper's, for a probe that outlived health_timeout plus a minute)."""
+    not end (Ansible's words for rank 0's run past its time; a detached probe's output without its exit line)."""
     if "Error connecting" in reason or "docker.sock" in reason:
         return " (no Docker engine answers on the node: provision it first, playbooks/provision.yml)"
-    if reason == "Timeout exceeded" or "failed to execute in the expected time frame" in reason:
+    if reason == PROBE_NOT_ENDED or "failed to execute in the expected time frame" in reason:
         return (
             " (the probe did not end within health_timeout plus a minute: the node is too slow or too loaded to be"
             " measured in that time; a larger health_timeout gives it longer)"

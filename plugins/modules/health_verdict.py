@@ -39,7 +39,8 @@ attributes:
 options:
   results:
     description:
-      - Each node's registered result of the probe (an async_status result), by node, in rank order.
+      - Each node's result of the probe, by node, in rank order (rank 0's task result; the others' read back with the
+        filter P(multinode.training.health_probe_outputs#filter) when rank 0's does not hold every node's figures).
       - Left out, the cached check is looked for instead (O(hosts), O(cache), O(cache_key), O(max_age)).
     type: dict
   hosts:
@@ -83,7 +84,7 @@ options:
 EXAMPLES = r"""
 - name: Judge the figures
   multinode.training.health_verdict:
-    results: "{{ dict(cluster.hosts | zip(cluster.hosts | map('extract', hostvars, 'health_probe_run'))) }}"
+    results: "{{ dict(cluster.hosts | zip(cluster.hosts | map('extract', hostvars, 'health_probe_result'))) }}"
     path: runs/health-20261127-101500/health.json
   run_once: true
   register: health_verdict
@@ -98,6 +99,13 @@ age_seconds:
   description: Seconds since the reused check's figures were taken; null when they were measured now.
   returned: always
   type: float
+check_id:
+  description:
+    - A new id for the check about to measure, which the probes' wrappers write around their output on the nodes, so
+      that output a check before left there is not read as this one's.
+  returned: without O(results), when no cached check stands
+  type: str
+  sample: 3f2b0c9e8d7a4c1b9e6f5a4d3c2b1a09
 path:
   description: The health.json written.
   returned: when a verdict was made

@@ -227,12 +227,12 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "gpu_drivers_expected_devices",
         f"{AFTER_INSTALL}: the devices the installed runtime sees",
     ),
-    (HEALTH, "Stop on a node that is not provisioned, saying so"): Later(
+    (HEALTH, "Stop on nodes that are not provisioned, naming them"): Later(
         "the node's work directory",
         "the node's state (the work directory provision.yml makes), looked at on the node by the cluster role's node"
         " facts before the job changes anything; the preflight runs on the controller",
     ),
-    (HEALTH, "Stop on a node whose Docker engine does not answer, saying so"): Later(
+    (HEALTH, "Stop on nodes whose Docker engine does not answer, naming them"): Later(
         "the node's Docker engine",
         "the node's state (its engine running), asked of the node before the job changes anything; the preflight runs"
         " on the controller",

@@ -389,11 +389,12 @@ def test_probe_figures_failed_probe_is_a_finding() -> None:
     assert "Timeout (62s) waiting for the probe" in failures[0].text
 
 
-def test_probe_figures_a_probe_past_its_async_time_is_named_with_what_to_do() -> None:
-    # Ansible's async wrapper kills a probe that outlived health_timeout plus a minute and says only this.
-    _, failures = health.probe_figures({"node3": {"failed": True, "msg": "Timeout exceeded"}})
+def test_probe_figures_a_detached_probe_without_its_exit_line_is_named_with_what_to_do() -> None:
+    # A detached probe still running after the wait (health_timeout plus a minute): its output has no exit line.
+    result = health.detached_result(f"{START}\nstill measuring\n", CHECK)
+    _, failures = health.probe_figures({"node3": result})
     assert named(failures) == [("node3", "probe")]
-    assert failures[0].text.startswith("node3: the health probe failed: Timeout exceeded (the probe did not end within")
+    assert failures[0].text.startswith(f"node3: the health probe failed: {health.PROBE_NOT_ENDED} (the probe did not end")
     assert "a larger health_timeout gives it longer" in failures[0].text
 
 
@@ -610,10 +611,55 @@ def test_probe_figures_rank_0_past_its_task_timeout_is_named_with_what_to_do() -
     assert "a larger health_timeout gives it longer" in failures[0].text
 
 
-def test_probe_figures_a_probe_past_its_async_time_keeps_ansibles_words_over_its_warnings() -> None:
-    result = {"failed": True, "msg": "Timeout exceeded", "stderr": "[W socket.cpp:697] gloo warning"}
+# detached_result: the probe of a node but the launcher node, read back from its output file
+
+CHECK = "3f2b0c9e8d7a4c1b"
+START = f"{health.PROBE_START} {CHECK}"
+
+
+def test_a_detached_probe_that_ended_gives_its_output_and_exit_code() -> None:
+    text = f"{START}\n{json.dumps(HEALTHY['node2'])}\n{health.PROBE_EXIT} 0 {CHECK}\n"
+    result = health.detached_result(text, CHECK)
+    assert result == {"finished": True, "stdout": json.dumps(HEALTHY["node2"]), "rc": 0}
+    figures, failures = health.probe_figures({"node2": result})
+    assert failures == [] and figures == {"node2": HEALTHY["node2"]}
+
+
+def test_a_detached_probe_that_failed_is_named_by_its_own_last_words() -> None:
+    text = f"{START}\nrank 2: rank 0 sent nothing within the health timeout (HEALTH_TIMEOUT)\n{health.PROBE_EXIT} 1 {CHECK}\n"
+    _, failures = health.probe_figures({"node3": health.detached_result(text, CHECK)})
+    assert [finding.text for finding in failures] == [
+        "node3: the health probe failed: rank 2: rank 0 sent nothing within the health timeout (HEALTH_TIMEOUT)"
+    ]
+
+
+def test_an_earlier_checks_output_is_not_read_as_this_ones() -> None:
+    # The file an earlier check left, which ended well: this check's probe never wrote its start line there.
+    earlier = f"{health.PROBE_START} 0ld\n{json.dumps(HEALTHY['node2'])}\n{health.PROBE_EXIT} 0 0ld\n"
+    result = health.detached_result(earlier, CHECK)
+    assert result["failed"] is True
     _, failures = health.probe_figures({"node2": result})
-    assert failures[0].text.startswith("node2: the health probe failed: Timeout exceeded (the probe did not end")
+    assert failures[0].text == (
+        "node2: the health probe failed: the probe did not start on this node (its output file holds no line of this"
+        " check)"
+    )
+
+
+def test_an_exit_line_of_another_check_does_not_end_this_one() -> None:
+    text = f"{START}\npartial\n{health.PROBE_EXIT} 0 0ld\n"
+    assert health.detached_result(text, CHECK) == {
+        "finished": False,
+        "stdout": "partial",
+        "msg": health.PROBE_NOT_ENDED,
+    }
+
+
+def test_an_output_file_that_could_not_be_read_says_why() -> None:
+    result = health.detached_result(None, CHECK, "file not found: /opt/multinode/work/health-probe.log")
+    assert result == {
+        "failed": True,
+        "msg": "the probe did not start on this node (file not found: /opt/multinode/work/health-probe.log)",
+    }
 
 
 def test_fleet_complete_when_rank_0_brought_every_rank() -> None:
