@@ -9,6 +9,7 @@ import importlib.util
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -172,6 +173,34 @@ def test_a_rank_without_rank_0_says_its_rendezvous_never_opened(probe: Any) -> N
     port = free_port()
     with pytest.raises(probe.ProbeError, match=rf"rank 0's rendezvous at 127.0.0.1:{port} did not open within 1 s"):
         probe.Mesh.join(1, 3, ("127.0.0.1", port), 1)
+
+
+@pytest.mark.parametrize(
+    "hello",
+    [
+        {"rank": 1, "port": 1, "check": "earlier"},  # a rank of an earlier check, still waiting for its rank 0
+        {"rank": 7, "port": 1, "check": "this"},  # a rank this check does not have
+        ["not", "a", "hello"],
+    ],
+)
+def test_rank_0_turns_away_what_is_not_a_rank_of_this_check(probe: Any, hello: Any) -> None:
+    master, meshes = ("127.0.0.1", free_port()), {}
+
+    def rank_thread(rank: int) -> None:
+        meshes[rank] = probe.Mesh.join(rank, 3, master, 10, "this")
+
+    threads = [threading.Thread(target=rank_thread, args=(0,), daemon=True)]
+    threads[0].start()
+    stranger = probe.connected(master, time.monotonic() + 10, 10)
+    probe.send_message(stranger, hello)  # first in rank 0's queue
+    threads += [threading.Thread(target=rank_thread, args=(rank,), daemon=True) for rank in (1, 2)]
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN_SECONDS)
+    assert sorted(meshes) == [0, 1, 2]
+    assert sorted(meshes[0].ranks) == [1, 2] and stranger not in meshes[0].ranks.values()
+    assert stranger.recv(1) == b""  # rank 0 closed it
 
 
 def figures(gflops: float, memory_gbps: float) -> dict[str, float]:

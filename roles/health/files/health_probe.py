@@ -108,8 +108,8 @@ class Mesh:
     """The probe's ranks: every rank's connection to rank 0 (a star, for gathers, barriers and the turns) and to the
     next rank of the ring (the link measure and the all-reduce)."""
 
-    def __init__(self, rank: int, world: int, timeout: float) -> None:
-        self.rank, self.world, self.timeout = rank, world, timeout
+    def __init__(self, rank: int, world: int, timeout: float, check: str = "") -> None:
+        self.rank, self.world, self.timeout, self.check = rank, world, timeout, check
         self.ranks: dict[int, socket.socket] = {}  # rank 0's connection to each other rank
         self.root: socket.socket | None = None  # every other rank's to rank 0
         self.next: socket.socket | None = None  # to the next rank of the ring (it receives, then acknowledges)
@@ -119,9 +119,10 @@ class Mesh:
         self.sender: threading.Thread | None = None  # started at the first exchange
 
     @classmethod
-    def join(cls, rank: int, world: int, master: tuple[str, int], timeout: float) -> "Mesh":
-        """Every rank connected to rank 0 and to its ring neighbours, within ``timeout`` seconds."""
-        mesh = cls(rank, world, timeout)
+    def join(cls, rank: int, world: int, master: tuple[str, int], timeout: float, check: str = "") -> "Mesh":
+        """Every rank of the check ``check`` connected to rank 0 and to its ring neighbours, within ``timeout``
+        seconds."""
+        mesh = cls(rank, world, timeout, check)
         deadline = time.monotonic() + timeout
         if rank == 0:
             listener = mesh._listen(master[0], master[1])
@@ -165,12 +166,25 @@ class Mesh:
             connection.settimeout(self.timeout)
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             hello = receive_message(connection, "a rank at the rendezvous")
-            self.ranks[int(hello["rank"])] = connection
-            addresses[int(hello["rank"])] = [address, int(hello["port"])]
+            if not self._welcome(hello):
+                connection.close()
+                continue
+            self.ranks[hello["rank"]] = connection
+            addresses[hello["rank"]] = [address, int(hello["port"])]
         listener.close()
         for connection in self.ranks.values():
             send_message(connection, addresses)
         return addresses
+
+    def _welcome(self, hello: Any) -> bool:
+        """Whether a rank at the rendezvous belongs to this check: a rank of an earlier check on the same port (still
+        waiting for a rank 0 that failed) is turned away, as is a rank this check already has or does not have."""
+        return (
+            isinstance(hello, dict)
+            and hello.get("check") == self.check
+            and hello.get("rank") in range(1, self.world)
+            and hello["rank"] not in self.ranks
+        )
 
     def _reach_root(self, master: tuple[str, int], deadline: float) -> tuple[socket.socket, list[list[Any]]]:
         """Every other rank: its connection to rank 0, from which its ring listener takes its address."""
@@ -182,7 +196,7 @@ class Mesh:
                 " node's probe did not start or failed (its own finding says why)"
             ) from exc
         ring = self._listen(self.root.getsockname()[0], 0)
-        send_message(self.root, {"rank": self.rank, "port": ring.getsockname()[1]})
+        send_message(self.root, {"rank": self.rank, "port": ring.getsockname()[1], "check": self.check})
         return ring, receive_message(self.root, "rank 0")
 
     def gather(self, value: Any) -> list[Any] | None:
@@ -670,7 +684,8 @@ def main() -> None:
     master = (os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500")))
     started = time.perf_counter()
     try:
-        mesh = Mesh.join(rank, world, master, float(os.environ.get("HEALTH_TIMEOUT", "60")))
+        timeout, check = float(os.environ.get("HEALTH_TIMEOUT", "60")), os.environ.get("HEALTH_CHECK", "")
+        mesh = Mesh.join(rank, world, master, timeout, check)
         joined = time.perf_counter()
         arrays = Arrays()
         figures = node_figures(mesh, arrays)
