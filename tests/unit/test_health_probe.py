@@ -257,3 +257,38 @@ def test_an_exchange_whose_send_never_ends_is_named_not_a_traceback(probe: Any) 
         mesh.exchange(memoryview(b"x" * (64 * 1024 * 1024)), memoryview(bytearray(8)))
     for connection in (mesh.next, far_end, mesh.previous, previous_end):
         connection.close()
+
+
+def test_the_mpi_version_is_the_one_the_python_sees(probe: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "package_version", lambda name: "2021.18.1" if name == "impi-rt" else None)
+    monkeypatch.setenv("I_MPI_ROOT", "/nowhere")
+    assert probe.mpi_version() == "2021.18.1"
+
+
+def test_the_mpi_version_is_read_where_i_mpi_root_installed_it(
+    probe: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # oneAPI's pip method: Intel MPI in a virtualenv of its own, which the training environment's Python does not see.
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "impi_rt-2021.18.1.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: impi-rt\nVersion: 2021.18.1\n")
+    monkeypatch.setattr(probe, "package_version", lambda name: None)
+    monkeypatch.setenv("I_MPI_ROOT", str(tmp_path))
+    assert probe.mpi_version() == "2021.18.1"
+
+
+@pytest.mark.parametrize(("directory", "expected"), [("2021.13", "2021.13"), ("mpi", None)])
+def test_the_mpi_version_of_oneapis_layout_is_its_directory(
+    probe: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, directory: str, expected: str | None
+) -> None:
+    (tmp_path / directory).mkdir()
+    (tmp_path / "latest").symlink_to(tmp_path / directory)
+    monkeypatch.setattr(probe, "package_version", lambda name: None)
+    monkeypatch.setenv("I_MPI_ROOT", str(tmp_path / "latest"))
+    assert probe.mpi_version() == expected
+
+
+def test_no_mpi_version_without_intel_mpi(probe: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "package_version", lambda name: None)
+    monkeypatch.delenv("I_MPI_ROOT", raising=False)
+    assert probe.mpi_version() is None

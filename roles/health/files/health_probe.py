@@ -30,6 +30,7 @@ the controller reads one node's output instead of every node's, and reads the ot
 
 from __future__ import annotations
 
+import glob
 import importlib.metadata
 import importlib.util
 import json
@@ -376,6 +377,24 @@ def package_version(name: str) -> str | None:
         return None
 
 
+MPI_VERSION_DIRECTORY = re.compile(r"^\d+(\.\d+)+$")
+
+
+def mpi_version() -> str | None:
+    """Intel MPI's version: of the impi-rt distribution this Python sees; else of the one installed where I_MPI_ROOT
+    points (oneAPI's pip method installs it in a virtualenv of its own, which the training environment's Python does
+    not see); else I_MPI_ROOT's own directory name when it is a version (oneAPI's layout, /opt/intel/oneapi/mpi/2021.13,
+    or a link named latest to it)."""
+    version, root = package_version("impi-rt"), os.environ.get("I_MPI_ROOT", "")
+    if version or not root:
+        return version
+    installed = glob.glob(os.path.join(root, "lib", "python3*", "site-packages"))
+    for distribution in importlib.metadata.distributions(name="impi-rt", path=installed):
+        return distribution.version
+    name = os.path.basename(os.path.realpath(root))
+    return name if MPI_VERSION_DIRECTORY.match(name) else None
+
+
 TORCH_VERSION_LINE = re.compile(r"""^__version__(?:\s*:\s*str)?\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 
 
@@ -543,7 +562,7 @@ def node_figures(mesh: Mesh, arrays: Arrays) -> dict[str, Any]:
     return {
         "python": "%d.%d.%d" % sys.version_info[:3],
         "torch": torch_version(),
-        "mpi": package_version("impi-rt"),
+        "mpi": mpi_version(),
         "gflops": gflops,
         "memory_gbps": memory_gbps,
         "turns": turns,
