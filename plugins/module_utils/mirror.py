@@ -9,7 +9,8 @@ controller no longer has, fixes owner and mode in place and names the files to s
 another time is sent only when its content differs (a checkout elsewhere has other times). Those come over in one
 tar archive and are unpacked with the controller's modification times, so the next run finds them equal.
 
-Pure Python (stdlib only) so it runs on managed nodes, on the controller and in plain unit tests.
+Pure Python (stdlib and the collection's job_files) so it runs on managed nodes, on the controller and in plain unit
+tests.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import shutil
 import stat
 import tarfile
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
+
+from ansible_collections.multinode.training.plugins.module_utils import job_files
 
 FILE_MODE = 0o640
 EXECUTABLE_MODE = 0o750
@@ -184,3 +187,59 @@ def _make_parents(root: str, relative: str, uid: int, gid: int) -> None:
             os.mkdir(path, DIRECTORY_MODE)
             os.chown(path, uid, gid)
             os.chmod(path, DIRECTORY_MODE)
+
+
+def mirror_tree(
+    dest: str, wanted: dict[str, Entry], archive: str | None, owner: int, group: int, check: bool, retime: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Bring one node directory in line with the controller's listing of it: what was done and what is left to do.
+    The files of ``retime`` (the controller found their content equal) first get the listing's modification time, so
+    they are not compared by content again."""
+    if not check:
+        retime_files(dest, wanted, retime)
+    found = differences(wanted, listing(dest))
+    hashes = {path: content_hash(os.path.join(dest, path)) for path in found.to_verify}
+    if check:
+        fixed = fix_owners_and_modes(dest, wanted, owner, group, dry_run=True)
+        return {"to_send": found.to_send, "to_verify": hashes, "removed": found.to_remove, "fixed": fixed, "written": []}
+    remove_files(dest, found.to_remove)
+    written = unpack(archive, dest, wanted, owner, group) if archive else []
+    fixed = fix_owners_and_modes(dest, wanted, owner, group)
+    left = sorted(set(found.to_send) - set(written))
+    verify = {path: digest for path, digest in hashes.items() if path not in written}
+    return {"to_send": left, "to_verify": verify, "removed": found.to_remove, "fixed": fixed, "written": written}
+
+
+def mirror_trees(params: Mapping[str, Any], check: bool) -> dict[str, Any]:
+    """The node's side of a mirror (multinode.training.mirror_files's options, and rank_wrapper's O(sync)): every
+    directory created, each tree brought in line (its archive unpacked when there is one); ``trees``, ``created`` and
+    ``changed``. Raises ValueError for a listed name outside its tree, OSError when the node refuses."""
+    listings = {tree["dest"]: entries(tree["files"]) for tree in params["trees"]}
+    bad = [path for found in listings.values() for path in bad_names(found)]
+    if bad:
+        raise ValueError(f"file names outside the directory they mirror: {', '.join(bad)}")
+    owner, group = params["owner"], params["group"]
+    archives, retime = params.get("archives") or {}, params.get("retime") or {}
+    created = [] if check else job_files.make_directories(list(params["directories"]) + list(listings), owner, group)
+    trees = {
+        dest: mirror_tree(dest, wanted, archives.get(dest), owner, group, check, retime.get(dest, ()))
+        for dest, wanted in listings.items()
+    }
+    if check:
+        missing = [path for path in list(params["directories"]) + list(listings) if not os.path.isdir(path)]
+        changed = bool(missing) or any(tree["removed"] or tree["to_send"] or tree["fixed"] for tree in trees.values())
+    else:
+        changed = bool(created) or any(tree["removed"] or tree["fixed"] or tree["written"] for tree in trees.values())
+    return {"trees": trees, "created": created, "changed": changed}
+
+
+def retime_files(root: str, wanted: Mapping[str, Entry], paths: Iterable[str]) -> None:
+    """Give each of ``paths`` (relative to ``root``, in ``wanted``) the listing's modification time."""
+    for path in paths:
+        if path in wanted and os.path.isfile(os.path.join(root, path)):
+            os.utime(os.path.join(root, path), (wanted[path].mtime, wanted[path].mtime))
+
+
+def pending(trees: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether a comparison left files for the controller to send or to verify by content."""
+    return any(tree["to_send"] or tree["to_verify"] for tree in trees.values())

@@ -98,27 +98,9 @@ created:
   sample: [/opt/work/code]
 """
 
-import os
-from typing import Any
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import job_files, mirror
-
-
-def mirror_tree(dest: str, wanted: dict[str, mirror.Entry], archive: str | None, owner: int, group: int, check: bool) -> dict[str, Any]:
-    """Bring one node directory in line with the controller's listing of it."""
-    found = mirror.differences(wanted, mirror.listing(dest))
-    hashes = {path: mirror.content_hash(os.path.join(dest, path)) for path in found.to_verify}
-    if check:
-        fixed = mirror.fix_owners_and_modes(dest, wanted, owner, group, dry_run=True)
-        return {"to_send": found.to_send, "to_verify": hashes, "removed": found.to_remove, "fixed": fixed, "written": []}
-    mirror.remove_files(dest, found.to_remove)
-    written = mirror.unpack(archive, dest, wanted, owner, group) if archive else []
-    fixed = mirror.fix_owners_and_modes(dest, wanted, owner, group)
-    left = sorted(set(found.to_send) - set(written))
-    verify = {path: digest for path, digest in hashes.items() if path not in written}
-    return {"to_send": left, "to_verify": verify, "removed": found.to_remove, "fixed": fixed, "written": written}
+from ansible_collections.multinode.training.plugins.module_utils import mirror
 
 
 def main() -> None:
@@ -137,27 +119,13 @@ def main() -> None:
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    listings = {tree["dest"]: mirror.entries(tree["files"]) for tree in params["trees"]}
-    bad = [path for listing in listings.values() for path in mirror.bad_names(listing)]
-    if bad:
-        module.fail_json(msg=f"file names outside the directory they mirror: {', '.join(bad)}")
-    owner, group = params["owner"], params["group"]
-    created: list[str] = []
     try:
-        if not module.check_mode:
-            created = job_files.make_directories(params["directories"] + list(listings), owner, group)
-        trees = {
-            dest: mirror_tree(dest, wanted, params["archives"].get(dest), owner, group, module.check_mode)
-            for dest, wanted in listings.items()
-        }
+        result = mirror.mirror_trees(module.params, module.check_mode)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     except OSError as exc:
-        module.fail_json(msg=f"cannot mirror into {', '.join(listings)}: {exc}")
-    changed = bool(created) or any(tree["removed"] or tree["fixed"] or tree["written"] for tree in trees.values())
-    if module.check_mode:
-        missing = [path for path in params["directories"] + list(listings) if not os.path.isdir(path)]
-        changed = bool(missing) or any(tree["removed"] or tree["to_send"] or tree["fixed"] for tree in trees.values())
-    module.exit_json(changed=changed, trees=trees, created=created)
+        module.fail_json(msg=f"cannot mirror into {', '.join(tree['dest'] for tree in module.params['trees'])}: {exc}")
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ description:
   - Before writing it, sets up the job on the node in the same call; the missing O(directories) are created (owned
     by O(owner):O(group), mode 0750) and O(code_dir) is copied to O(work_dir) (modes and modification times kept, so
     what the ranks write there afterwards is told apart by its time) unless O(work_dir) exists.
+  - With O(sync), first brings the node's copy of the training code (and data set) in line with the controller's, in
+    the same module run (as multinode.training.mirror does), so a job whose code did not change syncs it in no module
+    run of its own. Its action plugin lists the controller's directories and, when files differ, sends them and runs the
+    set-up again.
 author:
   - multinode.training team (@multinode-training)
 extends_documentation_fragment:
@@ -175,6 +179,52 @@ options:
         the launch C(wait_ready=true), so that the script waits for every other node's set-up.
       - Omitted, nothing is launched.
     type: dict
+  sync:
+    description:
+      - Node directories made mirrors of controller directories before the set-up (the training code that O(code_dir)
+        names, the data set), with the options of multinode.training.mirror. Files that differ are sent in one archive
+        per directory and the set-up runs once more; nothing differing, it costs no module run of its own.
+      - Omitted, nothing is synced.
+    type: dict
+    suboptions:
+      trees:
+        description: Each directory to mirror.
+        type: list
+        elements: dict
+        required: true
+        suboptions:
+          src:
+            description: The controller directory (symbolic links followed; only regular files are mirrored).
+            type: path
+          dest:
+            description: The node directory, created with its parents when missing.
+            type: path
+            required: true
+          files:
+            description:
+              - The listing of O(sync.trees[].src) (by relative path, each a dict of C(size), C(mtime) and
+                C(executable)), which the action plugin fills in on the controller; not set by hand.
+            type: dict
+            default: {}
+      directories:
+        description: More directories to create, with the same owner and mode (V(0750)), such as the jobs directory.
+        type: list
+        elements: path
+        default: []
+      owner:
+        description: Numeric uid of every mirrored file and directory.
+        type: int
+        required: true
+      group:
+        description: Numeric gid of every mirrored file and directory.
+        type: int
+        required: true
+      retime:
+        description:
+          - By O(sync.trees[].dest), files of another modification time whose content the controller found equal to
+            its own; they get the listing's time before the comparison. The action plugin sets it; not set by hand.
+        type: dict
+        default: {}
 """
 
 EXAMPLES = r"""
@@ -226,6 +276,20 @@ content:
   returned: always
   type: str
   sample: "#!/bin/bash\n..."
+sync:
+  description:
+    - What O(sync) did on the node (as multinode.training.mirror returns it), and by node directory the files sent
+      (C(sent); in check mode, the files that would be).
+  returned: when O(sync) is given
+  type: dict
+  sample: {"trees": {"/opt/multinode/lab/work/code": {"to_send": [], "to_verify": {}, "removed": [], "fixed": [], "written": []}}, "created": [], "changed": false, "sent": {}}
+sync_pending:
+  description:
+    - The node's files differed from the controller's (O(sync)) and nothing else was done yet; the action plugin sends
+      them and runs the set-up again, so a task never ends with it.
+  returned: when O(sync) found files to send, before they were sent
+  type: bool
+  sample: true
 launch:
   description:
     - The launch's result, as multinode.training.launch_script returns it (C(path), C(content), C(argvs), C(hostfile),
@@ -244,7 +308,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.multinode.training.plugins.module_utils import events, job_files, launch_files, rank_exit_guard
+from ansible_collections.multinode.training.plugins.module_utils import events, job_files, launch_files, mirror, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.files import ensure_content
 from ansible_collections.multinode.training.plugins.module_utils.launch import TRAINING_BACKENDS
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
@@ -290,6 +354,21 @@ def main() -> None:
             ready_token=dict(type="str", default="", no_log=False),
             launch=dict(type="dict"),
             secret_env_names=dict(type="list", elements="str", default=[], no_log=False),
+            sync=dict(
+                type="dict",
+                options=dict(
+                    trees=dict(
+                        type="list",
+                        elements="dict",
+                        required=True,
+                        options=dict(src=dict(type="path"), dest=dict(type="path", required=True), files=dict(type="dict", default={})),
+                    ),
+                    directories=dict(type="list", elements="path", default=[]),
+                    owner=dict(type="int", required=True),
+                    group=dict(type="int", required=True),
+                    retime=dict(type="dict", default={}),
+                ),
+            ),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -319,17 +398,38 @@ def main() -> None:
         planned = (launch, launch_files.render_launch(launch)) if launch else None
     except ValueError as exc:  # ContractError included
         module.fail_json(msg=str(exc))
+    synced = sync_code(module)
+    if synced and mirror.pending(synced["trees"]) and not module.check_mode:
+        # Files to send (or to compare by content) first: the action plugin does, then runs the set-up again.
+        module.exit_json(changed=synced["changed"], sync=synced, sync_pending=True)
     cleared, created = set_up_job(module)
     written = ensure_content(module, params["path"], content)
     guard = write_exit_guard(module)
     secrets = write_secret_env(module, secret_path, secret_content)
     ready = write_ready_token(module)
     changed = any(done["changed"] for done in (written, guard, secrets, ready)) or bool(created) or bool(cleared)
+    changed = changed or bool(synced and synced["changed"])
     result = dict(path=params["path"], content=content, created=created, cleared=cleared, **{**written, "changed": changed})
+    if synced:
+        result["sync"] = synced
     if planned is not None:
         result["launch"] = launch_files.launch(module, *planned, params)
         result["changed"] = result["changed"] or result["launch"]["changed"]
     module.exit_json(**result)
+
+
+def sync_code(module: AnsibleModule) -> dict[str, Any] | None:
+    """The node's side of O(sync) (module_utils/mirror.py), None without it; the module fails naming what it could
+    not mirror."""
+    sync = module.params["sync"]
+    if not sync:
+        return None
+    try:
+        return mirror.mirror_trees(sync, module.check_mode)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    except OSError as exc:
+        module.fail_json(msg=f"cannot mirror into {', '.join(tree['dest'] for tree in sync['trees'])}: {exc}")
 
 
 def write_secret_env(module: AnsibleModule, path: str, content: str) -> dict[str, Any]:

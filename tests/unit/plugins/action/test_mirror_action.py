@@ -1,10 +1,10 @@
-"""The mirror action's choice of files to send: what the node named, and retimed files whose content differs."""
+"""The mirror's choice of files to send (plugin_utils/mirror_sync.py): what the node named, and retimed files whose content differs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.multinode.training.plugins.action.mirror import _to_send
+from ansible_collections.multinode.training.plugins.plugin_utils.mirror_sync import to_send
 from ansible_collections.multinode.training.plugins.module_utils import mirror
 
 
@@ -17,8 +17,8 @@ def test_a_retimed_file_is_sent_only_when_its_content_differs(tmp_path: Path) ->
         "to_send": ["new.py"],
         "to_verify": {"same.py": mirror.content_hash(str(tmp_path / "same.py")), "edited.py": mirror.content_hash(str(node_copy))},
     }
-    assert _to_send(str(tmp_path), tree) == ["edited.py", "new.py"]
+    assert to_send(str(tmp_path), tree) == ["edited.py", "new.py"]
 
 
 def test_nothing_to_verify_sends_what_the_node_named(tmp_path: Path) -> None:
-    assert _to_send(str(tmp_path), {"to_send": ["b", "a"]}) == ["a", "b"]
+    assert to_send(str(tmp_path), {"to_send": ["b", "a"]}) == ["a", "b"]

@@ -329,3 +329,51 @@ def test_listing_walks_a_link_back_up_the_tree_only_once(tmp_path: Path) -> None
     (tmp_path / "pkg" / "loop").symlink_to(tmp_path)
     assert sorted(mirror.listing(str(tmp_path))) == ["pkg/mod.py"]
 
+
+
+# --------------------------------------------------------------------------- retime_files and pending
+
+
+def test_retime_files_gives_a_listed_file_the_listing_time_and_ignores_unlisted_and_missing_ones(tmp_path: Path) -> None:
+    listed = write(tmp_path / "listed.py", b"x", mtime=T0 + 100)
+    unlisted = write(tmp_path / "unlisted.py", b"x", mtime=T0 + 100)
+    wanted = {"listed.py": Entry(1, T0, False), "missing.py": Entry(1, T0, False)}
+
+    mirror.retime_files(str(tmp_path), wanted, ["listed.py", "unlisted.py", "missing.py"])
+
+    assert listed.stat().st_mtime == T0
+    assert unlisted.stat().st_mtime == T0 + 100
+    assert not (tmp_path / "missing.py").exists()
+
+
+def test_retime_files_leaves_a_listed_directory_alone(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    os.utime(tmp_path / "pkg", (T0 + 100, T0 + 100))
+
+    mirror.retime_files(str(tmp_path), {"pkg": Entry(1, T0, False)}, ["pkg"])
+
+    assert (tmp_path / "pkg").stat().st_mtime == T0 + 100
+
+
+def tree_result(to_send: list[str] | None = None, to_verify: dict[str, str] | None = None) -> dict[str, object]:
+    """One tree of mirror_trees's result, nothing left to do unless given."""
+    return {"to_send": to_send or [], "to_verify": to_verify or {}, "removed": [], "fixed": [], "written": []}
+
+
+@pytest.mark.parametrize(
+    ("trees", "expected"),
+    [
+        ({}, False),
+        ({"/a": tree_result(), "/b": tree_result()}, False),
+        ({"/a": tree_result(), "/b": tree_result(to_send=["train.py"])}, True),
+        ({"/a": tree_result(to_verify={"train.py": "0" * 64})}, True),
+    ],
+    ids=["no tree", "nothing left", "a file to send", "a file to verify"],
+)
+def test_pending_when_a_tree_has_a_file_to_send_or_to_verify(trees: dict[str, dict[str, object]], expected: bool) -> None:
+    assert mirror.pending(trees) is expected
+
+
+def test_pending_ignores_what_was_already_done() -> None:
+    done = {**tree_result(), "removed": ["old.py"], "fixed": ["."], "written": ["train.py"]}
+    assert mirror.pending({"/a": done}) is False

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.module_utils import rank_exit_guard
+from ansible_collections.multinode.training.plugins.module_utils import mirror, rank_exit_guard
 from ansible_collections.multinode.training.plugins.module_utils.rank_contract import (
     EXIT_GUARD_DIR,
     JobPaths,
@@ -180,3 +182,96 @@ def test_a_job_without_secrets_has_no_secret_file(tmp_path: Path, run_module) ->
     assert result["changed"]
     assert not (job_dir / rank_wrapper.SECRET_ENV_FILE).exists()
     assert ". " + str(job_dir / rank_wrapper.SECRET_ENV_FILE) not in result["content"]
+
+
+# --------------------------------------------------------------------------- sync: the code mirrored in the set-up's run
+
+RunModule = Callable[..., dict[str, Any]]
+UID, GID = os.getuid(), os.getgid()
+T0 = 1_700_000_000
+CODE = {"train.py": (b"print('train')\n", T0 + 1), "lib/util.py": (b"x = 1\n", T0 + 2)}
+
+
+def write_file(path: Path, content: bytes, mtime: int) -> None:
+    """A file as the mirror leaves it on a node: mode 0640 (its directories 0750), the given modification time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.chmod(0o750)
+    path.write_bytes(content)
+    path.chmod(0o640)
+    os.utime(path, (mtime, mtime))
+
+
+def write_tree(root: Path, files: dict[str, tuple[bytes, int]]) -> Path:
+    for name, (content, mtime) in files.items():
+        write_file(root / name, content, mtime)
+    root.chmod(0o750)
+    return root
+
+
+@pytest.fixture
+def controller(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "controller", CODE)
+
+
+def sync_option(controller: Path, dest: Path, **changes: object) -> dict[str, object]:
+    """O(sync) as the action plugin passes it: the controller's listing of ``controller`` for ``dest``."""
+    files = {path: entry.as_dict() for path, entry in mirror.listing(str(controller)).items()}
+    return {"trees": [{"src": str(controller), "dest": str(dest), "files": files}], "owner": UID, "group": GID, **changes}
+
+
+def set_up_with_sync(run_module: RunModule, tmp_path: Path, sync: dict[str, object], **extra: object) -> dict[str, Any]:
+    """The job's set-up in ``tmp_path/job`` with ``sync``."""
+    job_dir = tmp_path / "job"
+    return run_module(rank_wrapper.main, **args(tmp_path, job_dir=str(job_dir), path=str(job_dir / "rank.sh")), sync=sync, **extra)
+
+
+def test_sync_into_a_node_lacking_the_files_returns_them_to_send_before_setting_up_the_job(
+    tmp_path: Path, run_module: RunModule, controller: Path
+) -> None:
+    dest = tmp_path / "node" / "code"
+
+    result = set_up_with_sync(run_module, tmp_path, sync_option(controller, dest))
+
+    assert result["sync_pending"] is True
+    assert result["sync"]["trees"][str(dest)]["to_send"] == ["lib/util.py", "train.py"]
+    assert "content" not in result
+    assert not (tmp_path / "job").exists(), "the job was set up although its code was not synced yet"
+
+
+def test_sync_into_a_matching_node_copy_sets_up_the_job_and_changes_no_code(tmp_path: Path, run_module: RunModule, controller: Path) -> None:
+    dest = write_tree(tmp_path / "node" / "code", CODE)
+
+    result = set_up_with_sync(run_module, tmp_path, sync_option(controller, dest))
+
+    assert "sync_pending" not in result
+    assert (tmp_path / "job" / "rank.sh").read_text() == result["content"]
+    assert result["sync"]["changed"] is False
+    assert result["sync"]["trees"][str(dest)] == {"to_send": [], "to_verify": {}, "removed": [], "fixed": [], "written": []}
+
+
+def test_a_node_file_of_another_time_is_verified_then_retimed_and_the_job_set_up(tmp_path: Path, run_module: RunModule, controller: Path) -> None:
+    dest = write_tree(tmp_path / "node" / "code", {**CODE, "train.py": (CODE["train.py"][0], T0 + 100)})
+
+    first = set_up_with_sync(run_module, tmp_path, sync_option(controller, dest))
+    again = set_up_with_sync(run_module, tmp_path, sync_option(controller, dest, retime={str(dest): ["train.py"]}))
+
+    assert first["sync_pending"] is True
+    assert first["sync"]["trees"][str(dest)]["to_send"] == []
+    assert list(first["sync"]["trees"][str(dest)]["to_verify"]) == ["train.py"]
+    assert "sync_pending" not in again
+    assert (tmp_path / "job" / "rank.sh").read_text() == again["content"]
+    assert (dest / "train.py").stat().st_mtime == CODE["train.py"][1]
+    assert again["sync"]["trees"][str(dest)]["to_verify"] == {}
+
+
+def test_check_mode_with_a_differing_node_copy_renders_the_set_up_and_changes_nothing(
+    tmp_path: Path, run_module: RunModule, controller: Path
+) -> None:
+    dest = write_tree(tmp_path / "node" / "code", {**CODE, "train.py": (b"print('old version')\n", T0)})
+
+    result = set_up_with_sync(run_module, tmp_path, sync_option(controller, dest), _ansible_check_mode=True)
+
+    assert "sync_pending" not in result and "content" in result
+    assert result["sync"]["trees"][str(dest)]["to_send"] == ["train.py"]
+    assert (dest / "train.py").read_bytes() == b"print('old version')\n"
+    assert not (tmp_path / "job").exists()
