@@ -29,12 +29,20 @@ attributes:
     platforms: posix
 options:
   dest:
-    description: The tar file to write.
+    description:
+      - The tar file to write.
+      - Omitted, a temporary file in the node's temporary directory, returned in RV(archive) and removed when it is at
+        most O(inline_max_bytes), else left for the caller to fetch and remove (RV(archive_path)).
     type: path
-    required: true
   owner:
     description: User to give the tar file to (the connection's user, who fetches it).
     type: str
+  inline_max_bytes:
+    description:
+      - Without O(dest), the largest archive returned in the module's result (RV(archive)) instead of as a file; so a
+        small job's files come back in the module run itself, without a file transfer of their own.
+    type: int
+    default: 0
   docker_socket:
     description: The Docker daemon's socket, for O(worker_container).
     type: path
@@ -58,6 +66,16 @@ files:
   returned: always
   type: int
   sample: 12
+archive:
+  description: The archive, base64-encoded, when O(dest) is omitted and it is at most O(inline_max_bytes).
+  returned: when O(dest) is omitted and the archive is small enough
+  type: str
+  sample: dGVzdA==
+archive_path:
+  description: The archive's temporary file on the node, when O(dest) is omitted and the archive is too large to return.
+  returned: when O(dest) is omitted and the archive is larger than O(inline_max_bytes)
+  type: str
+  sample: /tmp/multinode-collect-0a1b2c.tar
 bytes:
   description: Their total size.
   returned: always
@@ -93,8 +111,10 @@ pruned:
   sample: ["20261101-120000-torchrun"]
 """
 
+import base64
 import os
 import pwd
+import tempfile
 import time
 from typing import Any
 
@@ -118,8 +138,9 @@ def main() -> None:
             output_dir=dict(type="path", required=True),
             outputs=dict(type="bool", default=False),
             launcher=dict(type="bool", default=False),
-            dest=dict(type="path", required=True),
+            dest=dict(type="path"),
             owner=dict(type="str"),
+            inline_max_bytes=dict(type="int", default=0),
             worker_container=dict(type="str"),
             worker_pid_file=dict(type="path"),
             launcher_container=dict(type="str"),
@@ -149,14 +170,6 @@ def main() -> None:
     paths = job_files.job_files(
         params["job_dir"], params["work_dir"], params["output_dir"], outputs=params["outputs"], launcher=params["launcher"]
     )
-    size = 0
-    if not module.check_mode:
-        size = job_files.pack(params["job_dir"], paths, params["dest"])
-        if params["owner"]:
-            user = pwd.getpwnam(params["owner"])
-            os.chown(params["dest"], user.pw_uid, user.pw_gid)
-        os.chmod(params["dest"], 0o600)
-    result.update(changed=not module.check_mode, files=len(paths), bytes=size)
     if params["checkpoint_dir"]:
         result["checkpoints"] = checkpoint_replica.entries(params["checkpoint_dir"])
     if params["worker_container"]:
@@ -164,12 +177,51 @@ def main() -> None:
         result["worker"] = {"what": "worker container", **details}
     elif params["worker_pid_file"]:
         result["worker"] = {"what": "worker sshd", "running": node_state.process_state(params["worker_pid_file"]) == "running"}
+    # Packed last but the tidy-up (which fails nothing): an archive left for the caller is never orphaned by a failure.
+    size = 0
+    if not module.check_mode:
+        try:
+            size = _pack(params, paths, result)
+        except (OSError, KeyError) as exc:
+            module.fail_json(msg=f"cannot pack the job's files on this node: {exc}")
+    result.update(changed=not module.check_mode, files=len(paths), bytes=size)
     if not module.check_mode:
         try:
             _tidy_up(params, result)
         except OSError as exc:  # the archive is still worth fetching: the logs say what happened to the job
             module.warn(f"could not tidy up after packing: {exc}")
     module.exit_json(**result)
+
+
+def _pack(params: dict[str, Any], paths: list[str], result: dict[str, Any]) -> int:
+    """The archive at O(dest), else in a temporary file: returned in ``result`` (``archive``) when small enough, else
+    left for the caller (``archive_path``); the files' total size."""
+    if params["dest"]:
+        return _write_archive(params, paths, params["dest"])
+    handle, temporary = tempfile.mkstemp(prefix="multinode-collect-", suffix=".tar")
+    os.close(handle)
+    try:
+        size = _write_archive(params, paths, temporary)
+        if os.path.getsize(temporary) > params["inline_max_bytes"]:
+            result["archive_path"] = temporary
+            return size
+        with open(temporary, "rb") as archive:
+            result["archive"] = base64.b64encode(archive.read()).decode("ascii")
+    except BaseException:
+        os.remove(temporary)
+        raise
+    os.remove(temporary)
+    return size
+
+
+def _write_archive(params: dict[str, Any], paths: list[str], destination: str) -> int:
+    """The tar at ``destination``, the connection user's (O(owner)), readable by it only; the files' total size."""
+    size = job_files.pack(params["job_dir"], paths, destination)
+    if params["owner"]:
+        user = pwd.getpwnam(params["owner"])
+        os.chown(destination, user.pw_uid, user.pw_gid)
+    os.chmod(destination, 0o600)
+    return size
 
 
 def _tidy_up(params: dict[str, Any], result: dict[str, Any]) -> None:
