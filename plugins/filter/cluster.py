@@ -70,4 +70,5 @@ class FilterModule:
             "device_problems": device_problems,
             "job_id": job_id,
             "running_job_problems": running_job_problems,
+            "address_problems": cluster.address_problems,
         }

@@ -217,13 +217,18 @@ def node(node_facts: Mapping[str, Any], connect_address: str, address: str = "",
     The address is ``address`` if the inventory sets one; else the launcher's (whose route to itself is local)
     is ``connect_address`` (ansible_host or the inventory name), every other node's the source address of its
     route to the launcher, so a management address in ansible_host is never mistaken for the cluster network.
-    The interface is ``iface`` if set; else that of the route to the launcher, or on the launcher the one
-    carrying its address (empty if none does). DRI devices are passed into containers and, only where there
-    are some, the render/video group ids (the guides' ``--group-add``)."""
+    The interface is ``iface`` if set; else the one carrying the inventory's ``address`` (empty if none does: an
+    address of another machine, or a typo, is named before any node changes, not when the job fails to reach it);
+    else that of the route to the launcher, or on the launcher the one carrying its address (empty if none does).
+    DRI devices are passed into containers and, only where there are some, the render/video group ids (the guides'
+    ``--group-add``)."""
     route = node_facts.get("route") or {}
     local = bool(route.get("local")) or not route.get("source_address")
     found_address = address or (connect_address if local else str(route["source_address"]))
-    found_iface = iface or (str(route.get("interface") or "") if not route.get("local") else _carrying(node_facts, found_address))
+    carried = address and node_facts.get("ipv4_addresses")
+    found_iface = iface or (
+        _carrying(node_facts, found_address) if carried or route.get("local") else str(route.get("interface") or "")
+    )
     dri = node_facts.get("dri") or {}
     devices = tuple(f"/dev/dri/{name}" for name in list(dri.get("cards") or []) + list(dri.get("render_nodes") or []))
     gids = tuple(dict.fromkeys(gid for gid in (node_facts.get("gids") or {}).values() if _is_id(gid))) if devices else ()
@@ -237,6 +242,34 @@ def node(node_facts: Mapping[str, Any], connect_address: str, address: str = "",
         gids,
         str(node_facts.get("boot_id") or ""),
     ).as_fact()
+
+
+def address_problems(nodes: Mapping[str, Mapping[str, Any] | None], addresses: Mapping[str, Any] | None = None) -> list[str]:
+    """What is wrong with the nodes' addresses on the cluster network: a node no interface of which carries its
+    address, and several hosts that are one node (the inventory naming one machine twice, under a name and an IP).
+    ``nodes`` maps each host to its ``cluster_node`` (None for a host without one: left out), ``addresses`` each host to
+    its node facts' ``ipv4_addresses`` (the addresses a message offers)."""
+    found = {host: node for host, node in nodes.items() if node}
+    problems = [
+        f"host {host}: no interface carries {node['address']}; set cluster_address to one of "
+        f"{', '.join(_other_addresses((addresses or {}).get(host) or {}))} or set cluster_iface"
+        for host, node in found.items()
+        if not node.get("iface")
+    ]
+    hosts_at: dict[str, list[str]] = {}
+    for host, node in found.items():
+        hosts_at.setdefault(str(node["address"]), []).append(host)
+    shared = [f"{' = '.join(hosts)} ({address})" for address, hosts in hosts_at.items() if len(hosts) > 1]
+    if shared:
+        problems.append(
+            f"cluster_address: several hosts are the same node on the cluster network: {', '.join(shared)}; list each node once"
+        )
+    return problems
+
+
+def _other_addresses(by_iface: Mapping[str, Any]) -> list[str]:
+    """Every IPv4 address of the node but loopback's."""
+    return [str(address) for addresses in by_iface.values() for address in (addresses or []) if not str(address).startswith("127.")]
 
 
 def _carrying(node_facts: Mapping[str, Any], address: str) -> str:

@@ -135,15 +135,12 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "each node's /usr/bin/python3 version, read by node_facts in the first play, against the wheelhouse's wheels"
         " (python_wheel_problems)",
     ),
-    (CLUSTER, "Check the cluster address is on one of this node's interfaces"): InFirstPlay(
+    (CLUSTER, "Check each node's cluster address is on one of its interfaces, and no two nodes found the same one"): InFirstPlay(
         "cluster_address / cluster_iface",
-        "whether one of the node's interfaces carries the address: the node's IPv4 addresses, gathered in the first"
-        " play (the preflight judges the address's form)",
-    ),
-    (CLUSTER, "Check no two nodes found the same cluster address"): InFirstPlay(
-        "cluster_address",
-        "the addresses the nodes found for themselves, which can hide one machine behind two inventory names (the"
-        " preflight refuses two hosts the inventory puts on one endpoint)",
+        "whether one of each node's interfaces carries its address (the nodes' IPv4 addresses, gathered in the first"
+        " play; the preflight judges the address's form), and the addresses the nodes found for themselves, which can"
+        " hide one machine behind two inventory names (the preflight refuses two hosts the inventory puts on one"
+        " endpoint)",
     ),
     (BUILD, "Check the build context is set"): Refused(
         "container_runtime_build_context",

@@ -13,6 +13,7 @@ from ansible_collections.multinode.training.plugins.module_utils.cluster import 
     INPUTS,
     Cluster,
     ContractError,
+    address_problems,
     build,
     node,
 )
@@ -295,8 +296,20 @@ def test_inventory_address_alone_on_the_launcher_finds_its_interface() -> None:
     assert (found["address"], found["iface"]) == ("10.0.1.1", "eth1")
 
 
-def test_inventory_address_alone_on_a_worker_keeps_the_route_interface() -> None:
-    found = node(facts(), "node2", address="10.9.0.2")
+def test_inventory_address_alone_on_a_worker_finds_the_interface_carrying_it() -> None:
+    addresses = {"lo": ["127.0.0.1"], "eth1": ["10.0.0.2"], "ib0": ["10.9.0.2"]}
+    found = node(facts(ipv4_addresses=addresses), "node2", address="10.9.0.2")
+    assert (found["address"], found["iface"]) == ("10.9.0.2", "ib0")
+
+
+def test_inventory_address_no_interface_of_a_worker_carries_has_no_interface() -> None:
+    # Another machine's address, or a typo: the cluster role names it before any node changes.
+    found = node(facts(), "node2", address="10.9.0.99")
+    assert (found["address"], found["iface"]) == ("10.9.0.99", "")
+
+
+def test_inventory_address_on_a_worker_without_address_facts_keeps_the_route_interface() -> None:
+    found = node(facts(ipv4_addresses=None), "node2", address="10.9.0.2")
     assert (found["address"], found["iface"]) == ("10.9.0.2", "eth1")
 
 
@@ -371,3 +384,32 @@ def test_cpu_is_a_copy_of_the_topology() -> None:
 def test_paths_under_the_file_system_root_have_one_slash() -> None:
     contract = build(inputs(root="/", runtime="host"))
     assert (contract.root, contract.workdir, contract.env_script, contract.ssh_client_dir) == ("/", "/work", "/env.sh", "/home/.ssh")
+
+
+def node_at(address: str, iface: str = "eth1") -> dict[str, str]:
+    """A host's cluster_node as the cluster role records it (its address and interface only)."""
+    return {"address": address, "iface": iface}
+
+
+def test_nodes_on_their_own_addresses_have_no_address_problem() -> None:
+    assert address_problems({"node1": node_at("10.0.0.1"), "node2": node_at("10.0.0.2"), "node3": None}) == []
+
+
+def test_a_node_whose_address_no_interface_carries_is_named_with_its_other_addresses() -> None:
+    problems = address_problems(
+        {"node1": node_at("10.0.0.1"), "node2": node_at("10.9.9.9", iface="")},
+        {"node2": {"lo": ["127.0.0.1"], "eth0": ["192.168.1.2"], "eth1": ["10.0.0.2"]}},
+    )
+    assert problems == [
+        "host node2: no interface carries 10.9.9.9; set cluster_address to one of 192.168.1.2, 10.0.0.2 or set cluster_iface"
+    ]
+
+
+def test_hosts_that_found_one_address_are_named_together_once() -> None:
+    problems = address_problems(
+        {"node1": node_at("10.0.0.1"), "alias": node_at("10.0.0.1"), "node2": node_at("10.0.0.2"), "again": node_at("10.0.0.2")}
+    )
+    assert problems == [
+        "cluster_address: several hosts are the same node on the cluster network: node1 = alias (10.0.0.1),"
+        " node2 = again (10.0.0.2); list each node once"
+    ]
