@@ -282,7 +282,11 @@ sync:
       (C(sent); in check mode, the files that would be).
   returned: when O(sync) is given
   type: dict
-  sample: {"trees": {"/opt/multinode/lab/work/code": {"to_send": [], "to_verify": {}, "removed": [], "fixed": [], "written": []}}, "created": [], "changed": false, "sent": {}}
+  sample:
+    trees: {"/opt/multinode/lab/work/code": {"to_send": [], "to_verify": {}, "removed": [], "fixed": [], "written": []}}
+    created: []
+    changed: false
+    sent: {}
 sync_pending:
   description:
     - The node's files differed from the controller's (O(sync)) and nothing else was done yet; the action plugin sends
