@@ -39,10 +39,9 @@ class ActionModule(ActionBase):
     ) -> dict[str, Any]:
         """The files the node's comparison left sent, then the set-up run again, comparing once more: the files of another
         time but equal content get the controller's time there (retime), so the next job's set-up has nothing to compare."""
-        sending = mirror_sync.files_to_send(sources, first["sync"]["trees"])
+        sending, retime = mirror_sync.compared(sources, first["sync"]["trees"])
         if sending:
             mirror_sync.send(self, sources, sending, node_sync, task_vars)
-        retime = mirror_sync.files_to_retime(sources, first["sync"]["trees"])
         again = self._set_up({**module_args, "sync": {**node_sync, "retime": retime}}, task_vars)
         if again.get("sync_pending"):
             raise AnsibleActionFail(f"files still differ on the node after sending them (changed while copied?): {again['sync']['trees']}")

@@ -40,23 +40,30 @@ def node_arguments(args: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]
 
 def files_to_send(sources: dict[str, str], trees: dict[str, Any]) -> dict[str, list[str]]:
     """By node directory, the files a comparison left to send (the node's ``trees`` result)."""
-    return {dest: paths for dest, tree in trees.items() if (paths := to_send(sources[dest], tree))}
+    return compared(sources, trees)[0]
 
 
-def files_to_retime(sources: dict[str, str], trees: dict[str, Any]) -> dict[str, list[str]]:
-    """By node directory, the files of another modification time whose content the controller found equal: given the
-    controller's time on the node, they are not compared by content again."""
-    return {
-        dest: paths
-        for dest, tree in trees.items()
-        if (paths := sorted(path for path, digest in tree.get("to_verify", {}).items() if mirror.content_hash(os.path.join(sources[dest], path)) == digest))
-    }
+def compared(sources: dict[str, str], trees: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """By node directory, the files to send (those the node named, and those of another modification time whose
+    content differs from the controller's) and the files to retime (another time, equal content: given the
+    controller's time on the node, they are not compared by content again). Each file is hashed once."""
+    sending: dict[str, list[str]] = {}
+    retiming: dict[str, list[str]] = {}
+    for dest, tree in trees.items():
+        differ, equal = _by_content(sources[dest], tree.get("to_verify", {}))
+        if paths := sorted(tree["to_send"] + differ):
+            sending[dest] = paths
+        if equal:
+            retiming[dest] = equal
+    return sending, retiming
 
 
-def to_send(src: str, tree: dict[str, Any]) -> list[str]:
-    """The node's files to send: those it named, and those of another time whose content differs from ``src``'s."""
-    retimed = [path for path, digest in tree.get("to_verify", {}).items() if mirror.content_hash(os.path.join(src, path)) != digest]
-    return sorted(tree["to_send"] + retimed)
+def _by_content(src: str, node_digests: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The files of ``node_digests`` whose content differs from ``src``'s, and those whose content is equal, sorted."""
+    differ, equal = [], []
+    for path, digest in sorted(node_digests.items()):
+        (equal if mirror.content_hash(os.path.join(src, path)) == digest else differ).append(path)
+    return differ, equal
 
 
 def send(action: ActionBase, sources: dict[str, str], sending: dict[str, list[str]], node_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,11 @@
-"""The mirror's choice of files to send (plugin_utils/mirror_sync.py): what the node named, and retimed files whose content differs."""
+"""The mirror's choice of files to send (plugin_utils/mirror_sync.py): what the node named, and retimed files whose
+content differs; the retimed files whose content is equal are retimed instead."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.multinode.training.plugins.plugin_utils.mirror_sync import to_send
+from ansible_collections.multinode.training.plugins.plugin_utils.mirror_sync import compared
 from ansible_collections.multinode.training.plugins.module_utils import mirror
 
 
@@ -17,8 +18,8 @@ def test_a_retimed_file_is_sent_only_when_its_content_differs(tmp_path: Path) ->
         "to_send": ["new.py"],
         "to_verify": {"same.py": mirror.content_hash(str(tmp_path / "same.py")), "edited.py": mirror.content_hash(str(node_copy))},
     }
-    assert to_send(str(tmp_path), tree) == ["edited.py", "new.py"]
+    assert compared({"/node": str(tmp_path)}, {"/node": tree}) == ({"/node": ["edited.py", "new.py"]}, {"/node": ["same.py"]})
 
 
 def test_nothing_to_verify_sends_what_the_node_named(tmp_path: Path) -> None:
-    assert to_send(str(tmp_path), {"to_send": ["b", "a"]}) == ["a", "b"]
+    assert compared({"/node": str(tmp_path)}, {"/node": {"to_send": ["b", "a"]}}) == ({"/node": ["a", "b"]}, {})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.multinode.training.plugins.plugin_utils.mirror_sync import files_to_retime, files_to_send
+from ansible_collections.multinode.training.plugins.plugin_utils.mirror_sync import compared, files_to_send
 
 CODE, DATA = "/node/code", "/node/data"
 
@@ -38,7 +38,7 @@ def test_files_to_retime_are_only_those_whose_content_equals_the_nodes(sources: 
         DATA: node_tree(to_verify={"a.csv": digest(b"a,c\n")}),
     }
 
-    assert files_to_retime(sources, trees) == {CODE: ["train.py"]}
+    assert compared(sources, trees)[1] == {CODE: ["train.py"]}
 
 
 def test_files_to_send_are_those_the_node_named_and_the_retimed_ones_that_differ(sources: dict[str, str]) -> None:
