@@ -37,12 +37,12 @@ class ActionModule(ActionBase):
     def _send_and_set_up(
         self, first: dict[str, Any], sources: dict[str, str], module_args: dict[str, Any], node_sync: dict[str, Any], task_vars: dict[str, Any]
     ) -> dict[str, Any]:
-        """The files the node's comparison left sent, then the set-up run again, comparing once more: the files of another
-        time but equal content get the controller's time there (retime), so the next job's set-up has nothing to compare."""
+        """The files the node's comparison left sent, then the set-up run again, which unpacks them and compares once
+        more: the files of another time but equal content get the controller's time there (retime), so the next job's
+        set-up has nothing to compare."""
         sending, retime = mirror_sync.compared(sources, first["sync"]["trees"])
-        if sending:
-            mirror_sync.send(self, sources, sending, node_sync, task_vars)
-        again = self._set_up({**module_args, "sync": {**node_sync, "retime": retime}}, task_vars)
+        with mirror_sync.sent_archives(self, sources, sending) as archives:
+            again = self._set_up({**module_args, "sync": {**node_sync, "archives": archives, "retime": retime}}, task_vars)
         if again.get("sync_pending"):
             raise AnsibleActionFail(f"files still differ on the node after sending them (changed while copied?): {again['sync']['trees']}")
         if again.get("failed"):

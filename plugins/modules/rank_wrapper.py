@@ -30,7 +30,7 @@ description:
   - With O(sync), first brings the node's copy of the training code (and data set) in line with the controller's, in
     the same module run (as multinode.training.mirror does), so a job whose code did not change syncs it in no module
     run of its own. Its action plugin lists the controller's directories and, when files differ, sends them and runs the
-    set-up again.
+    set-up again, which unpacks them.
 author:
   - multinode.training team (@multinode-training)
 extends_documentation_fragment:
@@ -219,6 +219,12 @@ options:
         description: Numeric gid of every mirrored file and directory.
         type: int
         required: true
+      archives:
+        description:
+          - By O(sync.trees[].dest), a tar file on the node holding the files of that tree to unpack before the comparison
+            (with the listing's modification times). The action plugin sets it; not set by hand.
+        type: dict
+        default: {}
       retime:
         description:
           - By O(sync.trees[].dest), files of another modification time whose content the controller found equal to
@@ -370,6 +376,7 @@ def main() -> None:
                     directories=dict(type="list", elements="path", default=[]),
                     owner=dict(type="int", required=True),
                     group=dict(type="int", required=True),
+                    archives=dict(type="dict", default={}),
                     retime=dict(type="dict", default={}),
                 ),
             ),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
@@ -66,8 +68,10 @@ def _by_content(src: str, node_digests: dict[str, str]) -> tuple[list[str], list
     return differ, equal
 
 
-def send(action: ActionBase, sources: dict[str, str], sending: dict[str, list[str]], node_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-    """One archive per tree with files to send, transferred and unpacked in one more module run; the node's trees."""
+@contextmanager
+def sent_archives(action: ActionBase, sources: dict[str, str], sending: dict[str, list[str]]) -> Iterator[dict[str, str]]:
+    """One archive per tree with files to send, transferred to the node's temporary directory; by node directory, the
+    archive's path there, for the module run that unpacks them inside the block (the directory goes with the block)."""
     with node_temp_directory(action) as remote_tmp:
         with tempfile.TemporaryDirectory(prefix="multinode-mirror-") as local:
             archives = {}
@@ -77,6 +81,12 @@ def send(action: ActionBase, sources: dict[str, str], sending: dict[str, list[st
                 archives[dest] = action._connection._shell.join_path(remote_tmp, f"tree-{index}.tar")
                 action._transfer_file(local_archive, archives[dest])
                 action._fixup_perms2([remote_tmp, archives[dest]])
+        yield archives
+
+
+def send(action: ActionBase, sources: dict[str, str], sending: dict[str, list[str]], node_args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+    """The files to send in one archive per tree, unpacked in one more module run; the node's trees."""
+    with sent_archives(action, sources, sending) as archives:
         unpacked = execute(action, NODE_MODULE, task_vars, {**node_args, "archives": archives})
     left = files_to_send(sources, unpacked["trees"])
     if left:

@@ -264,6 +264,20 @@ def test_a_node_file_of_another_time_is_verified_then_retimed_and_the_job_set_up
     assert again["sync"]["trees"][str(dest)]["to_verify"] == {}
 
 
+def test_the_files_sent_are_unpacked_and_the_job_set_up_in_the_same_run(tmp_path: Path, run_module: RunModule, controller: Path) -> None:
+    dest = tmp_path / "node" / "code"
+    archive = tmp_path / "tree-0.tar"
+    mirror.pack(str(controller), sorted(CODE), str(archive))
+
+    result = set_up_with_sync(run_module, tmp_path, sync_option(controller, dest, archives={str(dest): str(archive)}))
+
+    assert "sync_pending" not in result
+    assert (tmp_path / "job" / "rank.sh").read_text() == result["content"]
+    assert result["sync"]["trees"][str(dest)]["written"] == ["lib/util.py", "train.py"]
+    assert (dest / "train.py").read_bytes() == CODE["train.py"][0]
+    assert (dest / "train.py").stat().st_mtime == CODE["train.py"][1]
+
+
 def test_check_mode_with_a_differing_node_copy_renders_the_set_up_and_changes_nothing(
     tmp_path: Path, run_module: RunModule, controller: Path
 ) -> None:
