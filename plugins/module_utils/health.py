@@ -46,6 +46,10 @@ FLOORED = {
 }
 # What must be the same on every node.
 AGREED = ("python", "torch", "mpi", "mtu")
+# The figures a starved CPU lowers (judged before the links, which they may explain).
+CPU_WORK = ("gflops", "memory_gbps")
+# The rank a node's ring send went to (beside its link_gbps).
+LINK_TO = "link_to"
 DEFAULT_FRACTION = 0.6
 DEFAULT_CLOCK_SKEW_S = 2.0
 DEFAULT_FLOORS = {"disk_free_gb": 1.0, "memory_free_gb": 1.0}
@@ -230,20 +234,16 @@ def judge(
                 continue
             where = _where(node, measure, values, interfaces or {}, nodes_by_rank)
             if len(figures) > 1 and value < fraction * median:
-                findings.append(
-                    Finding(
-                        node,
-                        measure,
-                        f"{where}: {what} {value:g} {unit}, {100 * (1 - value / median):.0f}% below the fleet's "
-                        f"median {median:g} {unit} (the gate is {100 * fraction:.0f}% of it)",
-                    )
+                failed = (
+                    f"{100 * (1 - value / median):.0f}% below the fleet's median {median:g} {unit} "
+                    f"(the gate is {100 * fraction:.0f}% of it)"
                 )
             elif measure in floors and value < floors[measure]:
-                findings.append(
-                    Finding(
-                        node, measure, f"{where}: {what} {value:g} {unit}, below the floor {floors[measure]:g} {unit}"
-                    )
-                )
+                failed = f"below the floor {floors[measure]:g} {unit}"
+            else:
+                continue
+            cause = _slow_end(node, measure, values, findings, nodes_by_rank)
+            findings.append(Finding(node, measure, f"{where}: {what} {value:g} {unit}, {failed}{cause}"))
     for measure, (unit, what) in FLOORED.items():
         for node, values in figures.items():
             value = values.get(measure)
@@ -264,10 +264,29 @@ def _where(
     """The node, and for a link its interface and the node it sent to."""
     if measure != "link_gbps":
         return node
-    target = values.get("link_to")
-    to = nodes_by_rank[target] if isinstance(target, int) and 0 <= target < len(nodes_by_rank) else f"rank {target}"
     iface = interfaces.get(node)
-    return f"{node}{f' ({iface})' if iface else ''} -> {to}"
+    receiver = _receiver(values, nodes_by_rank) or f"rank {values.get(LINK_TO)}"
+    return f"{node}{f' ({iface})' if iface else ''} -> {receiver}"
+
+
+def _receiver(values: Mapping[str, Any], nodes_by_rank: Sequence[str]) -> str | None:
+    """The node a link figure's send went to, when its rank names one."""
+    target = values.get(LINK_TO)
+    return nodes_by_rank[target] if isinstance(target, int) and 0 <= target < len(nodes_by_rank) else None
+
+
+def _slow_end(
+    node: str, measure: str, values: Mapping[str, Any], findings: Sequence[Finding], nodes_by_rank: Sequence[str]
+) -> str:
+    """For a slow link whose sender or receiver is itself named for its CPU work (compute or memory), that node: a
+    starved node sends and receives slowly whatever its link, so the node may be the cause, not the network."""
+    if measure != "link_gbps":
+        return ""
+    ends = (node, _receiver(values, nodes_by_rank))
+    slow = [end for end in ends if any(f.node == end and f.measure in CPU_WORK for f in findings)]
+    if not slow:
+        return ""
+    return f" (a node slow in its CPU work at its end: {' and '.join(slow)}; the link itself may be sound)"
 
 
 def _disagreements(figures: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
@@ -373,7 +392,4 @@ def _row(head: str, values: Sequence[Any], marked: Sequence[bool] = (), header: 
 
 def _link(values: Mapping[str, Any], receiver: str, nodes_by_rank: Sequence[str]) -> Any:
     """The sender's link figure when it sent to ``receiver``, else None."""
-    target = values.get("link_to")
-    if isinstance(target, int) and 0 <= target < len(nodes_by_rank) and nodes_by_rank[target] == receiver:
-        return values.get("link_gbps")
-    return None
+    return values.get("link_gbps") if _receiver(values, nodes_by_rank) == receiver else None

@@ -160,6 +160,38 @@ def test_slow_link_with_rank_outside_the_ring_names_the_rank() -> None:
     assert findings[0].text.startswith("node2 -> rank 7: ")
 
 
+def test_slow_link_into_a_node_slow_in_compute_names_that_node() -> None:
+    # A node with a cut CPU share receives slowly: the link into it (node2 -> node3) names node3 as a possible cause.
+    findings = judged(fleet(node3={"gflops": 7.8}, node2={"link_gbps": 1.5}))
+    assert named(findings) == [("node3", "gflops"), ("node2", "link_gbps")]
+    assert findings[1].text.startswith("node2 (eth0) -> node3: ")
+    assert findings[1].text.endswith("(a node slow in its CPU work at its end: node3; the link itself may be sound)")
+
+
+def test_slow_link_out_of_and_into_nodes_slow_in_compute_names_both() -> None:
+    # Two of three slow make the median: the floor names them.
+    findings = judged(fleet(node2={"gflops": 7.8, "link_gbps": 1.5}, node3={"gflops": 8.0}), floors={"gflops": 20.0})
+    assert named(findings) == [("node2", "gflops"), ("node3", "gflops"), ("node2", "link_gbps")]
+    assert findings[-1].text.endswith("at its end: node2 and node3; the link itself may be sound)")
+
+
+def test_slow_link_out_of_a_node_slow_in_memory_names_it() -> None:
+    findings = judged(fleet(node3={"memory_gbps": 2.2, "link_gbps": 1.2}))
+    assert findings[1].text.startswith("node3 (eth0) -> node1: ")
+    assert findings[1].text.endswith("at its end: node3; the link itself may be sound)")
+
+
+def test_slow_link_between_nodes_of_sound_cpu_work_names_no_cause() -> None:
+    findings = judged(fleet(node1={"gflops": 7.8}, node2={"link_gbps": 1.5}))
+    assert "CPU work" not in findings[1].text
+
+
+def test_slow_link_under_a_floor_into_a_node_slow_in_compute_says_so() -> None:
+    findings = judged(fleet(node3={"gflops": 7.8}), floors={"link_gbps": 100.0})
+    link = [finding.text for finding in findings if finding.measure == "link_gbps" and finding.node == "node2"]
+    assert link == [link[0]] and "below the floor 100 Gbit/s (a node slow in its CPU work at its end: node3;" in link[0]
+
+
 def test_fraction_names_a_node_at_65_percent_only_when_raised_to_70() -> None:
     figures = fleet(node3={"gflops": 29.4})  # 65% of the median 45.2
     assert judged(figures) == []
