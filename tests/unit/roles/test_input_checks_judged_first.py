@@ -183,7 +183,7 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "Stop before any node changes when a node's container engine does not answer (its worker cannot run)",
     ): Later(
         "the node's container engine (launch.yml without train.yml)",
-        "not an input: the node's state, asked of it by launch.yml's drift check, the first task of its second play,"
+        "not an input: the node's state, asked of it by launch.yml's drift check, the last tasks of its first play,"
         " before anything changes (any_errors_fatal)",
     ),
     (LOAD, "Check the node's tarball is the controller's"): Later(
