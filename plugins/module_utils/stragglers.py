@@ -89,8 +89,10 @@ class StragglerWatch:
     ended: set[int] = field(default_factory=set)  # ranks that ended and have not beaten since
 
     def observe(self, records: Iterable[Mapping[str, Any]], now: float) -> list[Straggler]:
-        """Take the records read at ``now``; the stragglers named for the first time."""
-        found = []
+        """Take the records read at ``now``; the stragglers named for the first time. Every record is taken before
+        any rank is judged: ranks judged beat by beat, a rank's new beat still unread, named a rank less busy than it
+        (CI, the cut-CPU drill: rank 1 at 89% named beside rank 2 at 97%, read in the same poll)."""
+        beaten: list[int] = []
         for record in records:
             kind, rank = record.get("kind"), record.get("rank")
             if not isinstance(rank, int):
@@ -107,10 +109,13 @@ class StragglerWatch:
                 beats = self.history.setdefault(rank, [])
                 beats.append((now, int(record["busy_percent"])))
                 beats[:] = [(at, percent) for at, percent in beats if at > now - self.after] or beats[-1:]
-                straggler = self._judge(rank, now)
-                if straggler is not None:
-                    self.named[rank] = straggler
-                    found.append(straggler)
+                beaten.append(rank)
+        found = []
+        for rank in dict.fromkeys(beaten):
+            straggler = self._judge(rank, now)
+            if straggler is not None:
+                self.named[rank] = straggler
+                found.append(straggler)
         return found
 
     def _judge(self, rank: int, now: float) -> Straggler | None:

@@ -81,6 +81,19 @@ def test_a_rank_less_busy_than_the_straggler_is_not_named_beside_it() -> None:
     assert [straggler.rank for straggler in found] == [2]
 
 
+def test_a_rank_is_judged_against_the_others_beats_read_in_the_same_poll() -> None:
+    # CI, the cut-CPU drill: rank 1 (89%) and rank 2 (97%) were read in one poll, and rank 1 was judged before rank
+    # 2's new beat was taken, against rank 2's older, lower share: both were named, rank 1 the slower.
+    watch = StragglerWatch(margin=0.3, after=15)
+    rank_2_shares = [80, 80, 100, 100]
+
+    found = []
+    for number, share in enumerate(rank_2_shares):
+        found += watch.observe([beat(0, 40), beat(1, 92), beat(2, share)], 5.0 * number)
+
+    assert [straggler.rank for straggler in found] == [2]
+
+
 def test_two_ranks_as_busy_as_each_other_and_the_others_idle_are_both_named() -> None:
     watch = StragglerWatch(margin=0.3, after=15)
 
