@@ -130,17 +130,28 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
         "the nodes' running jobs",
         "the jobs still running on the nodes, found by node_facts in the first play (running_job_problems)",
     ),
-    (CLUSTER, "Check the host-mode wheelhouse has wheels for every node's Python"): InFirstPlay(
-        "host_runtime_wheelhouse for each node's Python",
-        "each node's /usr/bin/python3 version, read by node_facts in the first play, against the wheelhouse's wheels"
-        " (python_wheel_problems)",
-    ),
-    (CLUSTER, "Check each node's cluster address is on one of its interfaces, and no two nodes found the same one"): InFirstPlay(
-        "cluster_address / cluster_iface",
-        "whether one of each node's interfaces carries its address (the nodes' IPv4 addresses, gathered in the first"
-        " play; the preflight judges the address's form), and the addresses the nodes found for themselves, which can"
-        " hide one machine behind two inventory names (the preflight refuses two hosts the inventory puts on one"
-        " endpoint)",
+    (
+        CLUSTER,
+        "Check every node's Python has host mode's wheels, its cluster address is its own, and its container engine"
+        " answers",
+    ): (
+        InFirstPlay(
+            "host_runtime_wheelhouse for each node's Python",
+            "each node's /usr/bin/python3 version, read by node_facts in the first play, against the wheelhouse's"
+            " wheels (python_wheel_problems)",
+        ),
+        InFirstPlay(
+            "cluster_address / cluster_iface",
+            "whether one of each node's interfaces carries its address (the nodes' IPv4 addresses, gathered in the"
+            " first play; the preflight judges the address's form), and the addresses the nodes found for themselves,"
+            " which can hide one machine behind two inventory names (the preflight refuses two hosts the inventory"
+            " puts on one endpoint)",
+        ),
+        Later(
+            "the node's container engine (launch.yml without train.yml)",
+            "not an input: the node's state, asked of it by launch.yml's drift check (cluster_check_drift) in its"
+            " first play, before anything changes (any_errors_fatal)",
+        ),
     ),
     (BUILD, "Check the build context is set"): Refused(
         "container_runtime_build_context",
@@ -177,14 +188,6 @@ TABLE: dict[Key, Verdict | tuple[Verdict, ...]] = {
             {"container_runtime_image_sha256": "0" * 64},
             r"container_runtime_image_sha256",
         ),
-    ),
-    (
-        "roles/cluster/tasks/drift.yml",
-        "Stop before any node changes when a node's container engine does not answer (its worker cannot run)",
-    ): Later(
-        "the node's container engine (launch.yml without train.yml)",
-        "not an input: the node's state, asked of it by launch.yml's drift check, the last tasks of its first play,"
-        " before anything changes (any_errors_fatal)",
     ),
     (LOAD, "Check the node's tarball is the controller's"): Later(
         "the tarball shipped to the node",
