@@ -9,9 +9,10 @@ description:
   - Ansible forks a worker process for every task on every node, and each worker imports again the collection's
     plugins its task uses; each run also builds again, once per module, the payload sent to the nodes (the module and
     its module_utils, found by compiling every file they import), in a cache that lives as long as the run.
-  - At the start of a playbook this callback imports the collection's action, filter, test and lookup plugins in the
-    controller's main process, so that every worker forked after inherits them, and puts the payloads of the
-    collection's modules (and ansible-core's) that an earlier run built into this run's cache.
+  - At the start of a playbook this callback imports the collection's filter, test and lookup plugins in the
+    controller's main process, and as each task starts the collection's action plugin it runs, so that every worker
+    forked after inherits them; it also puts the payloads of the collection's modules (and ansible-core's) that an
+    earlier run built into this run's cache.
   - At the end of the playbook it keeps the payloads this run built in the directory the environment variable
     E(MULTINODE_TRAINING_PAYLOAD_STORE) names (made 0700; by default C(~/.cache/multinode-training/payloads); empty to
     keep none, the plugins are still imported up front), under a directory named by a
@@ -51,6 +52,8 @@ class CallbackModule(CallbackBase):
     def __init__(self) -> None:
         super().__init__()
         self._store: Path | None = None
+        # The action plugins imported as their tasks started (each once).
+        self._imported: set[str] = set()
         self._prefixes = (warm_start.collection_prefix(PACKAGE), warm_start.CORE_MODULES_PREFIX)
 
     def v2_playbook_on_start(self, playbook: Any) -> None:
@@ -67,6 +70,14 @@ class CallbackModule(CallbackBase):
         except OSError as exc:
             self._store = None
             self._display.vvv(f"fast_start: the module payloads of earlier runs are not reused: {exc}")
+
+    def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
+        action = warm_start.action_plugin(COLLECTION_DIR, PACKAGE, str(task.action or ""))
+        if action and action not in self._imported:
+            self._imported.add(action)
+            failure = warm_start.import_plugin(action)
+            if failure:
+                self._display.vvv(f"fast_start: not imported before the task: {failure}")
 
     def v2_playbook_on_stats(self, stats: Any) -> None:
         if self._store is None:

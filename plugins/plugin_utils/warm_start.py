@@ -6,8 +6,10 @@ its task uses (an action, the filters of its expressions) unless the main proces
 and each run builds again, once per module, the payload it sends to the nodes (AnsiballZ: the module with its
 module_utils, found by compiling every imported file), in a cache directory that lives as long as the run. Here:
 
-- ``import_plugins``: the collection's own action, filter, test and lookup plugins imported into the main process,
-  so that every worker forked after inherits them;
+- ``import_plugins``: the collection's own filter, test and lookup plugins imported into the main process at the
+  start, so that every worker forked after inherits them; ``action_plugin`` names the collection's action plugin a
+  task runs, imported there as the task starts (before its workers are forked): an action a run never uses (the
+  health gate's, say) costs it nothing;
 - ``restore`` and ``keep``: the built payloads of the collection's modules (and of ansible-core's own) kept between
   runs in a store whose directory is named by ``fingerprint``: the ansible-core version and the content of every
   module and module_util of the collection, so a changed module or another Ansible never meets an old payload;
@@ -27,8 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The plugins a task's worker loads from the collection (modules run on the nodes, not in the worker).
-PLUGIN_TYPES = ("action", "filter", "test", "lookup")
+# The plugins a task's worker loads from the collection (modules run on the nodes, not in the worker) that any task's
+# expressions may use: imported at the start. A task's action plugin is imported as the task starts.
+PLUGIN_TYPES = ("filter", "test", "lookup")
 # How Ansible names the payloads of ansible-core's modules in its cache (those of a collection are named below).
 CORE_MODULES_PREFIX = "ansible.modules."
 # Fingerprints kept in the store besides the current one.
@@ -41,19 +44,35 @@ def collection_prefix(package: str) -> str:
 
 
 def import_plugins(collection_dir: Path, package: str) -> list[str]:
-    """The collection's plugins imported (``package.plugins.<type>.<name>``, as Ansible's loader names them); the ones
-    that failed to import, each with why (the task that uses one says so itself)."""
-    failed = []
-    for plugin_type in PLUGIN_TYPES:
-        for path in sorted((collection_dir / "plugins" / plugin_type).glob("*.py")):
-            if path.stem == "__init__":
-                continue
-            name = f"{package}.plugins.{plugin_type}.{path.stem}"
-            try:
-                importlib.import_module(name)
-            except Exception as exc:  # noqa: BLE001 - any import error is the task's to report, not the start's
-                failed.append(f"{name}: {exc}")
-    return failed
+    """The collection's filter, test and lookup plugins imported (``package.plugins.<type>.<name>``, as Ansible's
+    loader names them); the ones that failed to import, each with why (the task that uses one says so itself)."""
+    names = [
+        f"{package}.plugins.{plugin_type}.{path.stem}"
+        for plugin_type in PLUGIN_TYPES
+        for path in sorted((collection_dir / "plugins" / plugin_type).glob("*.py"))
+        if path.stem != "__init__"
+    ]
+    return [failure for failure in map(import_plugin, names) if failure]
+
+
+def import_plugin(name: str) -> str:
+    """``name`` imported; why it failed to, or empty."""
+    try:
+        importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - any import error is the task's to report, not the start's
+        return f"{name}: {exc}"
+    return ""
+
+
+def action_plugin(collection_dir: Path, package: str, action: str) -> str | None:
+    """The module name of the collection's action plugin that a task's ``action`` (its fully qualified name, as the
+    collection's playbooks write it) runs, or None: another collection's, or a module without an action plugin."""
+    namespace, _, rest = package.removeprefix("ansible_collections.").partition(".")
+    prefix = f"{namespace}.{rest}."
+    if not action.startswith(prefix):
+        return None
+    short = action[len(prefix):]
+    return f"{package}.plugins.action.{short}" if (collection_dir / "plugins" / "action" / f"{short}.py").is_file() else None
 
 
 def fingerprint(collection_dir: Path, ansible_version: str) -> str:

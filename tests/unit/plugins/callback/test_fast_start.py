@@ -68,3 +68,21 @@ def test_a_store_that_cannot_be_made_does_not_fail_the_run(run_cache: Path, tmp_
     callback.v2_playbook_on_stats(None)
     assert (run_cache / PAYLOAD).read_text() == "built"
     assert blocked.read_text() == ""
+
+
+class _Task:
+    """What the callback reads of a task as it starts."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+
+
+def test_a_task_starting_imports_its_action_plugin_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    imported: list[str] = []
+    monkeypatch.setattr(warm_start, "import_plugin", lambda name: imported.append(name) or "")
+    callback = fast_start.CallbackModule()
+
+    for action in ("multinode.training.run_summary", "ansible.builtin.debug", "multinode.training.run_summary"):
+        callback.v2_playbook_on_task_start(_Task(action), is_conditional=False)
+
+    assert imported == ["ansible_collections.multinode.training.plugins.action.run_summary"]

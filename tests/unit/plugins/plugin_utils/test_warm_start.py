@@ -142,15 +142,36 @@ def test_import_plugins_imports_each_plugin_and_names_those_that_fail(tmp_path: 
     (root / "__init__.py").write_text("")
     (root / "plugins" / "__init__.py").write_text("")
     (root / "plugins" / "filter" / "good.py").write_text("LOADED = True\n")
-    (root / "plugins" / "action" / "broken.py").write_text("raise ImportError('needs a library')\n")
+    (root / "plugins" / "filter" / "broken.py").write_text("raise ImportError('needs a library')\n")
+    (root / "plugins" / "action" / "later.py").write_text("LOADED = True\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     failed = warm_start.import_plugins(root, package)
-    assert failed == [f"{package}.plugins.action.broken: needs a library"]
+    assert failed == [f"{package}.plugins.filter.broken: needs a library"]
     assert sys.modules[f"{package}.plugins.filter.good"].LOADED
+    # Action plugins wait for the task that runs them (action_plugin).
+    assert f"{package}.plugins.action.later" not in sys.modules
 
 
 def test_import_plugins_of_this_collection_imports_them_all() -> None:
     collection_dir = Path(warm_start.__file__).resolve().parents[2]
     assert warm_start.import_plugins(collection_dir, "ansible_collections.multinode.training") == []
-    assert "ansible_collections.multinode.training.plugins.action.rank_wrapper" in sys.modules
     assert "ansible_collections.multinode.training.plugins.filter.job" in sys.modules
+
+
+def test_a_task_of_the_collection_with_an_action_plugin_names_it() -> None:
+    collection_dir = Path(warm_start.__file__).resolve().parents[2]
+    package = "ansible_collections.multinode.training"
+    assert warm_start.action_plugin(collection_dir, package, "multinode.training.job_collect") == (
+        f"{package}.plugins.action.job_collect"
+    )
+    # A module of the collection without an action plugin, another collection's action, a short name.
+    assert warm_start.action_plugin(collection_dir, package, "multinode.training.node_facts") is None
+    assert warm_start.action_plugin(collection_dir, package, "ansible.builtin.copy") is None
+    assert warm_start.action_plugin(collection_dir, package, "job_collect") is None
+
+
+def test_import_plugin_says_why_it_failed() -> None:
+    assert warm_start.import_plugin("warm_start_no_such_module") == (
+        "warm_start_no_such_module: No module named 'warm_start_no_such_module'"
+    )
+    assert warm_start.import_plugin("json") == ""
