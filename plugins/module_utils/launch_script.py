@@ -357,9 +357,20 @@ def _node_exit_fields(agent: str) -> str:
     return r', \"node\": \"$node\", \"agent\": \"' + agent + r'\", \"code\": $code, \"after_abort\": $aborted'
 
 
+# Intel MPI's Hydra (mpiexec.hydra, and the mpirun that ipexrun and horovodrun start) reaches each node over SSH
+# with these extra words: its sessions ride on the SSH check's connections (one handshake per node on the way to the
+# first rank instead of two). Any the launcher's environment had are kept after them; other launchers ignore it.
+HYDRA_SSH_ARGS = "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS"
+
+
 def _single_launcher_body(spec: LaunchSpec, argv: list[str]) -> list[str]:
     log = f"$logs/{spec.launcher}.log"
     return [
+        # Hydra splits the words at spaces: none in a socket directory with one (a TMPDIR with a space).
+        "# Intel MPI's Hydra reaches the nodes over the SSH check's connections (no second handshake per node).",
+        f'if [ "${{#ssh_mux[@]}}" -gt 0 ] && [[ "$ssh_mux_dir" != *[[:space:]]* ]]; then',
+        f'  export {HYDRA_SSH_ARGS}="${{ssh_mux[*]}}${{{HYDRA_SSH_ARGS}:+ ${HYDRA_SSH_ARGS}}}"',
+        "fi",
         f"# {spec.launcher} starts every rank itself and stops them all when one fails; its output goes to {log}.",
         f'{_wrapped(argv, len(spec.command))} >"{log}" 2>&1 </dev/null &',
         "launcher=$!",
