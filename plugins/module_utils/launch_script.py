@@ -368,7 +368,7 @@ def _single_launcher_body(spec: LaunchSpec, argv: list[str]) -> list[str]:
     return [
         # Hydra splits the words at spaces: none in a socket directory with one (a TMPDIR with a space).
         "# Intel MPI's Hydra reaches the nodes over the SSH check's connections (no second handshake per node).",
-        f'if [ "${{#ssh_mux[@]}}" -gt 0 ] && [[ "$ssh_mux_dir" != *[[:space:]]* ]]; then',
+        'if [ "${#ssh_mux[@]}" -gt 0 ] && [[ "$ssh_mux_dir" != *[[:space:]]* ]]; then',
         f'  export {HYDRA_SSH_ARGS}="${{ssh_mux[*]}}${{{HYDRA_SSH_ARGS}:+ ${HYDRA_SSH_ARGS}}}"',
         "fi",
         f"# {spec.launcher} starts every rank itself and stops them all when one fails; its output goes to {log}.",

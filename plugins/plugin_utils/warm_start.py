@@ -67,8 +67,7 @@ def import_plugin(name: str) -> str:
 def action_plugin(collection_dir: Path, package: str, action: str) -> str | None:
     """The module name of the collection's action plugin that a task's ``action`` (its fully qualified name, as the
     collection's playbooks write it) runs, or None: another collection's, or a module without an action plugin."""
-    namespace, _, rest = package.removeprefix("ansible_collections.").partition(".")
-    prefix = f"{namespace}.{rest}."
+    prefix = package.removeprefix("ansible_collections.") + "."
     if not action.startswith(prefix):
         return None
     short = action[len(prefix):]

@@ -386,9 +386,11 @@ SECRET_TASKS = f"""
 
 
 def cmdlines_holding(secret: bytes) -> list[str]:
-    """The command lines of the processes running now that hold ``secret``."""
+    """The command lines of the processes running now that hold ``secret``. Listed by name, not globbed: pathlib's glob
+    stats each match, and a process that ends between the listing and the stat raised ProcessLookupError (ESRCH)."""
     found = []
-    for path in Path("/proc").glob("[0-9]*/cmdline"):
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        path = Path("/proc", pid, "cmdline")
         with contextlib.suppress(OSError):
             if secret in path.read_bytes():
                 found.append(path.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
