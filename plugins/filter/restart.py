@@ -1,6 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The restart policy's budget and a node's worker after an attempt, for the launcher role's tasks (documented in
-restart_left.yml and worker_state.yml)."""
+"""The restart policy's budget, for the launcher role's tasks (documented in restart_left.yml)."""
 
 from __future__ import annotations
 
@@ -16,11 +15,6 @@ def restart_left(restarts: Sequence[Mapping[str, Any]], max_restarts: int, kind:
     return restart.restart_left(plain(list(restarts or [])), int(max_restarts), str(kind))
 
 
-def worker_state(collected: Mapping[str, Any] | None) -> dict[str, Any]:
-    """How a node's worker came through the attempt, from its collection's result (None: no result)."""
-    return restart.worker_state(None if collected is None else plain(dict(collected)))
-
-
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"restart_left": restart_left, "worker_state": worker_state}
+        return {"restart_left": restart_left}

@@ -162,21 +162,6 @@ def checkpoint_holders(
     return sorted(found, key=lambda entry: (entry["mtime"], entry["name"]), reverse=True)
 
 
-# A node that did not answer its collection: its worker's state is unknown, and it is not running for the job.
-UNREACHABLE_WORKER = {"unreachable": True, "running": False, "what": "node"}
-
-
-def worker_state(collected: Mapping[str, Any] | None) -> dict[str, Any]:
-    """How a node's worker came through an attempt, from the node's collection (job_collect's result, registered as
-    launcher_collected): its ``worker``; a node that did not answer it is unreachable, and so is one with no result
-    at all (it left the play before the collection)."""
-    if collected is None:
-        return {"unreachable": True}
-    if collected.get("unreachable"):
-        return dict(UNREACHABLE_WORKER)
-    return dict(collected.get("worker") or {})
-
-
 def restart_left(restarts: Sequence[Mapping[str, Any]], max_restarts: int, kind: str | None) -> bool:
     """Whether the budget a failure of ``kind`` restarts from has a restart left after ``restarts``: decide()'s rule,
     and what tasks/attempt.yml asks before it waits for a node that did not answer (filter restart_left)."""

@@ -11,7 +11,6 @@ import pytest
 from ansible_collections.multinode.training.plugins.module_utils.restart import (
     INFRASTRUCTURE_KINDS,
     RESTART_ON_CHOICES,
-    UNREACHABLE_WORKER,
     Decision,
     budget_used,
     checkpoint_holders,
@@ -21,7 +20,6 @@ from ansible_collections.multinode.training.plugins.module_utils.restart import 
     new_entry,
     new_launcher,
     next_hosts,
-    worker_state,
 )
 from ansible_collections.multinode.training.plugins.module_utils.run_report import RunRecords, every_rank_exited_0, summarize
 
@@ -625,13 +623,3 @@ def test_an_attempt_that_trained_no_epoch_keeps_the_history() -> None:
     assert merged_epochs([epochs(1, 2, 3), []]) == epochs(1, 2, 3)
     assert merged_epochs([epochs(1, 2), epochs(3), epochs(4)]) == epochs(1, 2, 3, 4)
 
-
-
-def test_a_node_s_worker_state_comes_from_its_collection() -> None:
-    worker = {"running": True, "present": True, "what": "container"}
-    assert worker_state({"worker": worker, "changed": True}) == worker
-    # The node did not answer its collection, or has no collection result at all (it left the play).
-    assert worker_state({"unreachable": True, "msg": "ssh: connect timed out"}) == UNREACHABLE_WORKER
-    assert worker_state(None) == {"unreachable": True}
-    # A collection skipped (no worker state) says nothing of the worker.
-    assert worker_state({"skipped": True}) == {}
